@@ -1,0 +1,184 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"shortener/store"
+)
+
+// Config is everything the server is told at start-up. It is read once,
+// from environment variables with flags overriding them.
+type Config struct {
+	Addr            string
+	Instance        string
+	NodeID          int64
+	BaseURL         string
+	ShutdownTimeout time.Duration
+	IdleTimeout     time.Duration
+	LogLevel        slog.Level
+
+	MySQLDSN         string
+	MySQLMaxOpen     int
+	MySQLMaxIdle     int
+	MySQLTimeout     time.Duration
+	MySQLDialTimeout time.Duration
+	MigrateTimeout   time.Duration
+
+	RedisMaster     string
+	RedisSentinels  []string
+	RedisPassword   string
+	RedisTimeout    time.Duration
+	RedisPoolSize   int
+	RedisTTL        time.Duration
+	BreakerFailures uint
+	BreakerWindow   uint
+	BreakerDelay    time.Duration
+}
+
+// envFlags binds flags whose defaults come from environment variables and
+// collects every malformed value, so one start-up error names them all.
+type envFlags struct {
+	fs     *flag.FlagSet
+	getenv func(string) string
+	errs   []error
+}
+
+func (e *envFlags) str(p *string, name, env, def, usage string) {
+	if v := e.getenv(env); v != "" {
+		def = v
+	}
+	e.fs.StringVar(p, name, def, usage+" ($"+env+")")
+}
+
+func (e *envFlags) int(p *int, name, env string, def int, usage string) {
+	if v := e.getenv(env); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("$%s: %q is not an integer", env, v))
+		}
+		def = n
+	}
+	e.fs.IntVar(p, name, def, usage+" ($"+env+")")
+}
+
+func (e *envFlags) dur(p *time.Duration, name, env string, def time.Duration, usage string) {
+	if v := e.getenv(env); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("$%s: %q is not a duration (e.g. 50ms, 2s)", env, v))
+		}
+		def = d
+	}
+	e.fs.DurationVar(p, name, def, usage+" ($"+env+")")
+}
+
+// parseConfig reads the configuration from getenv and args.
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
+	var (
+		c                          Config
+		nodeID, failures, window   int
+		sentinels, level           string
+		maxOpen, maxIdle, poolSize int
+	)
+	fs := flag.NewFlagSet("shortener", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	e := &envFlags{fs: fs, getenv: getenv}
+	e.str(&c.Addr, "addr", "SHORTENER_ADDR", "127.0.0.1:8081", "listen address")
+	e.str(&c.Instance, "instance", "SHORTENER_INSTANCE", "", "instance name sent in X-Served-By (default app<node-id>)")
+	e.int(&nodeID, "node-id", "SHORTENER_NODE_ID", -1, "Snowflake node ID 0-1023, distinct per instance (required)")
+	e.str(&c.BaseURL, "base-url", "SHORTENER_BASE_URL", "http://127.0.0.1:8080", "public prefix of short URLs")
+	e.dur(&c.ShutdownTimeout, "shutdown-timeout", "SHORTENER_SHUTDOWN_TIMEOUT", 10*time.Second, "how long to drain requests on SIGTERM")
+	e.dur(&c.IdleTimeout, "idle-timeout", "SHORTENER_IDLE_TIMEOUT", 75*time.Second, "keep-alive idle timeout; keep it above the proxy's upstream keepalive")
+	e.str(&level, "log-level", "SHORTENER_LOG_LEVEL", "info", "debug, info, warn or error")
+
+	e.str(&c.MySQLDSN, "mysql-dsn", "SHORTENER_MYSQL_DSN", "", "MySQL DSN, user:pass@tcp(host:port)/db (required)")
+	e.int(&maxOpen, "mysql-max-open", "SHORTENER_MYSQL_MAX_OPEN", 32, "MySQL pool size")
+	e.int(&maxIdle, "mysql-max-idle", "SHORTENER_MYSQL_MAX_IDLE", 16, "idle MySQL connections kept")
+	e.dur(&c.MySQLTimeout, "mysql-timeout", "SHORTENER_MYSQL_TIMEOUT", time.Second, "deadline of every MySQL query")
+	e.dur(&c.MySQLDialTimeout, "mysql-dial-timeout", "SHORTENER_MYSQL_DIAL_TIMEOUT", 500*time.Millisecond, "MySQL connect deadline")
+	e.dur(&c.MigrateTimeout, "migrate-timeout", "SHORTENER_MIGRATE_TIMEOUT", 30*time.Second, "how long start-up waits for the database and migrations")
+
+	e.str(&c.RedisMaster, "redis-master", "SHORTENER_REDIS_MASTER", "shortener", "Sentinel master name")
+	e.str(&sentinels, "redis-sentinels", "SHORTENER_REDIS_SENTINELS", "127.0.0.1:26380,127.0.0.1:26381,127.0.0.1:26382", "comma-separated Sentinel addresses")
+	e.str(&c.RedisPassword, "redis-password", "SHORTENER_REDIS_PASSWORD", "", "Redis password")
+	e.dur(&c.RedisTimeout, "redis-timeout", "SHORTENER_REDIS_TIMEOUT", 50*time.Millisecond, "deadline of every Redis call")
+	e.int(&poolSize, "redis-pool", "SHORTENER_REDIS_POOL", 32, "Redis pool size")
+	e.dur(&c.RedisTTL, "redis-ttl", "SHORTENER_REDIS_TTL", 24*time.Hour, "how long a link stays in Redis")
+	e.int(&failures, "breaker-failures", "SHORTENER_BREAKER_FAILURES", 5, "Redis failures that open the breaker")
+	e.int(&window, "breaker-window", "SHORTENER_BREAKER_WINDOW", 10, "recent Redis calls the failures are counted over")
+	e.dur(&c.BreakerDelay, "breaker-delay", "SHORTENER_BREAKER_DELAY", time.Second, "how long the breaker stays open before trial calls")
+
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	errs := e.errs
+	if fs.NArg() > 0 {
+		errs = append(errs, fmt.Errorf("unexpected arguments: %q", fs.Args()))
+	}
+	switch {
+	case nodeID == -1:
+		errs = append(errs, errors.New("node ID is required: set $SHORTENER_NODE_ID or -node-id (0-1023, distinct per instance)"))
+	case nodeID < 0 || nodeID > 1023:
+		errs = append(errs, fmt.Errorf("node ID %d is out of range 0-1023", nodeID))
+	}
+	if c.MySQLDSN == "" {
+		errs = append(errs, errors.New("MySQL DSN is required: set $SHORTENER_MYSQL_DSN or -mysql-dsn"))
+	}
+	for _, s := range strings.Split(sentinels, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			c.RedisSentinels = append(c.RedisSentinels, s)
+		}
+	}
+	if len(c.RedisSentinels) == 0 {
+		errs = append(errs, errors.New("at least one Sentinel address is required"))
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(level)); err != nil {
+		errs = append(errs, fmt.Errorf("log level %q: want debug, info, warn or error", level))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"redis timeout", c.RedisTimeout}, {"mysql timeout", c.MySQLTimeout}, {"breaker delay", c.BreakerDelay}} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.v))
+		}
+	}
+	if failures < 1 || window < failures {
+		errs = append(errs, fmt.Errorf("breaker: need 1 <= failures (%d) <= window (%d)", failures, window))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, err
+	}
+	c.NodeID = int64(nodeID)
+	c.MySQLMaxOpen, c.MySQLMaxIdle, c.RedisPoolSize = maxOpen, maxIdle, poolSize
+	c.BreakerFailures, c.BreakerWindow = uint(failures), uint(window)
+	if c.Instance == "" {
+		c.Instance = "app" + strconv.Itoa(nodeID)
+	}
+	return c, nil
+}
+
+// LogValue logs the configuration with secrets masked.
+func (c Config) LogValue() slog.Value {
+	pw := ""
+	if c.RedisPassword != "" {
+		pw = "***"
+	}
+	return slog.GroupValue(
+		slog.String("addr", c.Addr), slog.String("instance", c.Instance),
+		slog.Int64("node_id", c.NodeID), slog.String("base_url", c.BaseURL),
+		slog.String("mysql_dsn", store.RedactDSN(c.MySQLDSN)),
+		slog.Int("mysql_max_open", c.MySQLMaxOpen), slog.Duration("mysql_timeout", c.MySQLTimeout),
+		slog.String("redis_master", c.RedisMaster), slog.Any("redis_sentinels", c.RedisSentinels),
+		slog.String("redis_password", pw), slog.Duration("redis_timeout", c.RedisTimeout),
+		slog.Int("redis_pool", c.RedisPoolSize), slog.Duration("breaker_delay", c.BreakerDelay),
+		slog.Uint64("breaker_failures", uint64(c.BreakerFailures)), slog.Uint64("breaker_window", uint64(c.BreakerWindow)),
+	)
+}

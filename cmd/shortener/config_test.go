@@ -1,0 +1,74 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestParseConfig(t *testing.T) {
+	base := map[string]string{
+		"SHORTENER_NODE_ID":   "1",
+		"SHORTENER_MYSQL_DSN": "u:secret@tcp(127.0.0.1:3307)/shortener",
+	}
+	c, err := parseConfig(nil, envOf(base), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NodeID != 1 || c.Instance != "app1" || c.RedisTimeout != 50*time.Millisecond || len(c.RedisSentinels) != 3 {
+		t.Errorf("defaults: got node %d instance %q timeout %s sentinels %v", c.NodeID, c.Instance, c.RedisTimeout, c.RedisSentinels)
+	}
+
+	env := map[string]string{"SHORTENER_REDIS_TIMEOUT": "20ms", "SHORTENER_REDIS_SENTINELS": "127.0.0.1:1, 127.0.0.1:2"}
+	for k, v := range base {
+		env[k] = v
+	}
+	c, err = parseConfig([]string{"-node-id", "2", "-instance", "x"}, envOf(env), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.NodeID != 2 || c.Instance != "x" || c.RedisTimeout != 20*time.Millisecond || strings.Join(c.RedisSentinels, ",") != "127.0.0.1:1,127.0.0.1:2" {
+		t.Errorf("flags over env: got node %d instance %q timeout %s sentinels %v", c.NodeID, c.Instance, c.RedisTimeout, c.RedisSentinels)
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"missing node ID", map[string]string{"SHORTENER_MYSQL_DSN": "d"}, nil, "node ID is required"},
+		{"node ID too big", map[string]string{"SHORTENER_MYSQL_DSN": "d", "SHORTENER_NODE_ID": "1024"}, nil, "out of range"},
+		{"negative node ID", map[string]string{"SHORTENER_MYSQL_DSN": "d"}, []string{"-node-id=-5"}, "out of range"},
+		{"node ID not a number", map[string]string{"SHORTENER_MYSQL_DSN": "d", "SHORTENER_NODE_ID": "one"}, nil, "not an integer"},
+		{"missing DSN", map[string]string{"SHORTENER_NODE_ID": "1"}, nil, "MySQL DSN is required"},
+		{"bad duration", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_REDIS_TIMEOUT": "fast"}, nil, "not a duration"},
+		{"bad log level", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_LOG_LEVEL": "loud"}, nil, "log level"},
+		{"stray argument", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d"}, []string{"extra"}, "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		_, err := parseConfig(tt.args, envOf(tt.env), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got error %v, want one containing %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestConfigLogMasksSecrets(t *testing.T) {
+	c, err := parseConfig(nil, envOf(map[string]string{
+		"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "u:hunter2@tcp(127.0.0.1:3307)/shortener",
+		"SHORTENER_REDIS_PASSWORD": "swordfish",
+	}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.LogValue().String()
+	if strings.Contains(s, "hunter2") || strings.Contains(s, "swordfish") {
+		t.Errorf("logged config reveals a secret: %s", s)
+	}
+}

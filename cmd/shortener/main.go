@@ -1,0 +1,156 @@
+// Command shortener serves the URL shortener's HTTP API: it creates short
+// links in MySQL and resolves redirects through Redis (via Sentinel) with
+// MySQL behind it.
+//
+// Configuration comes from SHORTENER_* environment variables, each of
+// which a flag of the same name overrides; run with -h for the list.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"shortener/cache"
+	"shortener/handler"
+	"shortener/idgen"
+	"shortener/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "shortener:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// run starts the server and blocks until ctx is cancelled, then shuts
+// down in order: stop accepting, drain requests, close Redis, close MySQL.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: cfg.LogLevel})).
+		With("instance", cfg.Instance)
+	log.Info("starting", "config", cfg)
+
+	ids, err := idgen.New(cfg.NodeID)
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	st, err := store.Open(store.Config{
+		DSN:          cfg.MySQLDSN,
+		MaxOpen:      cfg.MySQLMaxOpen,
+		MaxIdle:      cfg.MySQLMaxIdle,
+		MaxLifetime:  5 * time.Minute,
+		DialTimeout:  cfg.MySQLDialTimeout,
+		QueryTimeout: cfg.MySQLTimeout,
+	}, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := waitMigrate(ctx, st, cfg.MigrateTimeout, log); err != nil {
+		return err
+	}
+
+	c, err := cache.New(cache.Config{
+		MasterName:      cfg.RedisMaster,
+		SentinelAddrs:   cfg.RedisSentinels,
+		Password:        cfg.RedisPassword,
+		Timeout:         cfg.RedisTimeout,
+		PoolSize:        cfg.RedisPoolSize,
+		TTL:             cfg.RedisTTL,
+		BreakerFailures: cfg.BreakerFailures,
+		BreakerWindow:   cfg.BreakerWindow,
+		BreakerDelay:    cfg.BreakerDelay,
+	}, st, log, reg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	h := handler.New(handler.Config{BaseURL: cfg.BaseURL, Instance: cfg.Instance}, handler.Deps{
+		Resolver: c,
+		Links:    st,
+		Warmer:   c,
+		IDs:      ids,
+		Ready:    st,
+		Metrics:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
+		Log:      log,
+	})
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       cfg.IdleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("listening", "addr", ln.Addr().String())
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("stopped")
+	return nil // deferred: close Redis, then MySQL
+}
+
+// waitMigrate retries until the database answers and the migrations are
+// applied, so instances can start before MariaDB is up.
+func waitMigrate(ctx context.Context, st *store.Store, limit time.Duration, log *slog.Logger) error {
+	deadline := time.Now().Add(limit)
+	for {
+		err := st.Migrate(ctx, max(time.Until(deadline), time.Second))
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("database not ready after %s: %w", limit, err)
+		}
+		log.Warn("database not ready, retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,176 @@
+// Package handler is the HTTP face of the shortener: Echo v4 routes,
+// request validation, and the one place where errors become HTTP answers.
+//
+// It declares the small interfaces it needs (Resolver, Links, IDs, Pinger)
+// and knows nothing of Redis or SQL; cmd/shortener wires the real ones in.
+package handler
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"shortener/store"
+)
+
+// Resolver answers redirect lookups, through whatever caches it keeps.
+type Resolver interface {
+	Resolve(ctx context.Context, code string) (store.Link, error)
+}
+
+// Links reads and writes links in the source of truth.
+type Links interface {
+	Create(ctx context.Context, l store.Link) error
+	Link(ctx context.Context, code string) (store.Link, error)
+}
+
+// Warmer puts a freshly created link into the cache, best effort.
+type Warmer interface {
+	Add(ctx context.Context, l store.Link)
+}
+
+// IDs issues the ID and code of a new link.
+type IDs interface {
+	Next() (id int64, code string)
+}
+
+// Pinger reports whether a dependency can serve.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Config is what the handler needs to know about its deployment.
+type Config struct {
+	BaseURL  string // prefix of short URLs, e.g. "http://127.0.0.1:8080"
+	Instance string // name sent in X-Served-By, e.g. "app1"
+	MaxBody  int64  // request body limit in bytes
+}
+
+// Deps are the collaborators the handler calls.
+type Deps struct {
+	Resolver Resolver
+	Links    Links
+	Warmer   Warmer
+	IDs      IDs
+	Ready    Pinger       // readiness: can the instance serve?
+	Metrics  http.Handler // GET /metrics; nil: not served
+	Log      *slog.Logger
+	Now      func() time.Time
+}
+
+// Handler serves the shortener's HTTP API.
+type Handler struct {
+	cfg Config
+	d   Deps
+	log *slog.Logger
+	e   *echo.Echo
+}
+
+// New returns a Handler with every route registered.
+func New(cfg Config, d Deps) *Handler {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 8 << 10
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	h := &Handler{cfg: cfg, d: d, log: d.Log}
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = h.handleError
+	// The real client address comes from nginx's X-Real-IP, trusted only
+	// when the peer is on loopback (nginx runs beside the apps).
+	e.IPExtractor = echo.ExtractIPFromRealIPHeader(
+		echo.TrustLoopback(true), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
+	e.Use(middleware.Recover())
+	e.Use(middleware.RequestID()) // keeps an incoming X-Request-Id
+	e.Use(h.servedBy)
+
+	e.GET("/healthz", h.healthz)
+	e.GET("/readyz", h.readyz)
+	if d.Metrics != nil {
+		e.GET("/metrics", echo.WrapHandler(d.Metrics))
+	}
+	api := e.Group("/api/v1")
+	api.POST("/links", h.create)
+	api.GET("/links/:code", h.show)
+	e.GET("/:code", h.redirect)
+	e.HEAD("/:code", h.redirect)
+	h.e = e
+	return h
+}
+
+// ServeHTTP makes Handler an http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.e.ServeHTTP(w, r) }
+
+// servedBy names the instance in every answer, so a client behind the
+// load balancer can tell the instances apart.
+func (h *Handler) servedBy(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if h.cfg.Instance != "" {
+			c.Response().Header().Set("X-Served-By", h.cfg.Instance)
+		}
+		return next(c)
+	}
+}
+
+func (h *Handler) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz answers 200 when the instance can serve: MySQL answers. A Redis
+// outage degrades lookups but does not make the instance unready, so it
+// is not checked here.
+func (h *Handler) readyz(c echo.Context) error {
+	if h.d.Ready != nil {
+		if err := h.d.Ready.Ping(c.Request().Context()); err != nil {
+			return err
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// redirect answers GET and HEAD /{code}.
+func (h *Handler) redirect(c echo.Context) error {
+	code := c.Param("code")
+	if !plausibleCode(code) {
+		return store.ErrNotFound
+	}
+	l, err := h.d.Resolver.Resolve(c.Request().Context(), code)
+	if err != nil {
+		return err
+	}
+	if l.Gone(h.d.Now()) {
+		return errGone
+	}
+	// Redirects are not cached by browsers or proxies unless the link
+	// itself asked for a permanent redirect: a cached 302 would hide
+	// later deletes and every click after the first.
+	if l.Redirect != http.StatusMovedPermanently && l.Redirect != http.StatusPermanentRedirect {
+		c.Response().Header().Set("Cache-Control", "private, max-age=0")
+	}
+	status := l.Redirect
+	if status == 0 {
+		status = http.StatusFound
+	}
+	return c.Redirect(status, l.URL)
+}
+
+// plausibleCode rejects paths that cannot be a code before any lookup, so
+// junk never reaches the caches or the database.
+func plausibleCode(code string) bool {
+	if code == "" || len(code) > 64 {
+		return false
+	}
+	for i := 0; i < len(code); i++ {
+		b := code[i]
+		if !('0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || b == '-' || b == '_') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,250 @@
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"shortener/store"
+)
+
+// fakeLinks is an in-memory Links, Resolver and Pinger.
+type fakeLinks struct {
+	mu      sync.Mutex
+	links   map[string]store.Link
+	err     error // returned by every call when set
+	creates int
+}
+
+var (
+	_ Links    = (*fakeLinks)(nil)
+	_ Resolver = (*fakeLinks)(nil)
+	_ Pinger   = (*fakeLinks)(nil)
+)
+
+func newFakeLinks() *fakeLinks { return &fakeLinks{links: map[string]store.Link{}} }
+
+func (f *fakeLinks) Create(_ context.Context, l store.Link) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	if _, ok := f.links[l.Code]; ok {
+		return store.ErrCodeTaken
+	}
+	f.links[l.Code] = l
+	f.creates++
+	return nil
+}
+
+func (f *fakeLinks) Link(_ context.Context, code string) (store.Link, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return store.Link{}, f.err
+	}
+	l, ok := f.links[code]
+	if !ok {
+		return store.Link{}, fmt.Errorf("get link %s: %w", code, store.ErrNotFound)
+	}
+	return l, nil
+}
+
+func (f *fakeLinks) Resolve(ctx context.Context, code string) (store.Link, error) {
+	return f.Link(ctx, code)
+}
+
+func (f *fakeLinks) Ping(context.Context) error { return f.err }
+
+type seqIDs struct{ n int64 }
+
+func (s *seqIDs) Next() (int64, string) { s.n++; return s.n, fmt.Sprintf("c%d", s.n) }
+
+var now = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+
+func newTestHandler(f *fakeLinks) *Handler {
+	return New(Config{BaseURL: "http://sho.rt", Instance: "app9"}, Deps{
+		Resolver: f, Links: f, IDs: &seqIDs{}, Ready: f,
+		Log: discardLogger(), Now: func() time.Time { return now },
+	})
+}
+
+func do(h http.Handler, method, path, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func errCode(t *testing.T, rec *httptest.ResponseRecorder) string {
+	t.Helper()
+	var b errorBody
+	if err := json.Unmarshal(rec.Body.Bytes(), &b); err != nil {
+		t.Fatalf("error body %q is not JSON: %v", rec.Body.String(), err)
+	}
+	if b.Error.Message == "" {
+		t.Errorf("error body %q has no message", rec.Body.String())
+	}
+	return b.Error.Code
+}
+
+func TestCreateAndRedirect(t *testing.T) {
+	f := newFakeLinks()
+	h := newTestHandler(f)
+	rec := do(h, "POST", "/api/v1/links", `{"url":"https://example.com/x"}`)
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("create: got %d %s, want 201", rec.Code, rec.Body)
+	}
+	var got linkResponse
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := linkResponse{Code: "c1", ShortURL: "http://sho.rt/c1", URL: "https://example.com/x", Redirect: 302, CreatedAt: now}
+	if got.Code != want.Code || got.ShortURL != want.ShortURL || got.URL != want.URL || got.Redirect != want.Redirect || !got.CreatedAt.Equal(want.CreatedAt) {
+		t.Errorf("create: got %+v, want %+v", got, want)
+	}
+	if rec.Header().Get("X-Served-By") != "app9" {
+		t.Errorf("X-Served-By = %q, want app9", rec.Header().Get("X-Served-By"))
+	}
+	for _, method := range []string{"GET", "HEAD"} {
+		rec = do(h, method, "/c1", "")
+		if rec.Code != http.StatusFound || rec.Header().Get("Location") != "https://example.com/x" {
+			t.Errorf("%s /c1: got %d Location %q, want 302 https://example.com/x", method, rec.Code, rec.Header().Get("Location"))
+		}
+	}
+	rec = do(h, "GET", "/api/v1/links/c1", "")
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"url":"https://example.com/x"`) {
+		t.Errorf("show: got %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestCreateRejectsBadInput(t *testing.T) {
+	tests := []struct {
+		name, body string
+		status     int
+		code       string
+	}{
+		{"empty body", ``, 400, CodeInvalidJSON},
+		{"not JSON", `url=https://example.com`, 400, CodeInvalidJSON},
+		{"unknown field", `{"url":"https://example.com","colour":"red"}`, 400, CodeInvalidJSON},
+		{"two values", `{"url":"https://example.com"}{}`, 400, CodeInvalidJSON},
+		{"url wrong type", `{"url":42}`, 400, CodeInvalidJSON},
+		{"missing url", `{}`, 400, CodeInvalidURL},
+		{"javascript", `{"url":"javascript:alert(1)"}`, 400, CodeInvalidURL},
+		{"bad redirect", `{"url":"https://example.com","redirect":303}`, 400, CodeInvalidRequest},
+		{"past expiry", `{"url":"https://example.com","expires_at":"2020-01-01T00:00:00Z"}`, 400, CodeInvalidRequest},
+		{"bad expiry", `{"url":"https://example.com","expires_at":"tomorrow"}`, 400, CodeInvalidJSON},
+		{"too large", `{"url":"https://example.com/` + strings.Repeat("a", 9000) + `"}`, 413, CodeTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeLinks()
+			rec := do(newTestHandler(f), "POST", "/api/v1/links", tt.body)
+			if rec.Code != tt.status || errCode(t, rec) != tt.code {
+				t.Fatalf("got %d %s, want %d %s", rec.Code, rec.Body, tt.status, tt.code)
+			}
+			if f.creates != 0 {
+				t.Fatalf("bad input stored %d links, want 0", f.creates)
+			}
+		})
+	}
+}
+
+func TestRedirectAnswers(t *testing.T) {
+	f := newFakeLinks()
+	f.links["live"] = store.Link{Code: "live", URL: "https://a.example/", Redirect: 302}
+	f.links["perm"] = store.Link{Code: "perm", URL: "https://b.example/", Redirect: 301}
+	f.links["old"] = store.Link{Code: "old", URL: "https://c.example/", Redirect: 302, ExpiresAt: now.Add(-time.Second)}
+	f.links["del"] = store.Link{Code: "del", URL: "https://d.example/", Redirect: 302, DeletedAt: now.Add(-time.Hour)}
+	h := newTestHandler(f)
+	tests := []struct {
+		path     string
+		status   int
+		location string
+		code     string
+	}{
+		{"/live", 302, "https://a.example/", ""},
+		{"/perm", 301, "https://b.example/", ""},
+		{"/old", 410, "", CodeGone},
+		{"/del", 410, "", CodeGone},
+		{"/nope", 404, "", CodeNotFound},
+		{"/bad%20code", 404, "", CodeNotFound},
+		{"/" + strings.Repeat("x", 65), 404, "", CodeNotFound},
+	}
+	for _, tt := range tests {
+		rec := do(h, "GET", tt.path, "")
+		if rec.Code != tt.status || rec.Header().Get("Location") != tt.location {
+			t.Errorf("GET %s: got %d %q, want %d %q", tt.path, rec.Code, rec.Header().Get("Location"), tt.status, tt.location)
+		}
+		if tt.code != "" && errCode(t, rec) != tt.code {
+			t.Errorf("GET %s: error code %s, want %s", tt.path, errCode(t, rec), tt.code)
+		}
+	}
+}
+
+func TestDatabaseDown(t *testing.T) {
+	f := newFakeLinks()
+	f.err = fmt.Errorf("get link: %w: %w", store.ErrUnavailable, context.DeadlineExceeded)
+	h := newTestHandler(f)
+	for _, r := range []struct{ method, path, body string }{
+		{"POST", "/api/v1/links", `{"url":"https://example.com"}`},
+		{"GET", "/abc", ""},
+		{"GET", "/readyz", ""},
+	} {
+		rec := do(h, r.method, r.path, r.body)
+		if rec.Code != 503 || rec.Header().Get("Retry-After") == "" || errCode(t, rec) != CodeUnavailable {
+			t.Errorf("%s %s: got %d Retry-After %q %s, want 503 with Retry-After", r.method, r.path, rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+		}
+	}
+	if rec := do(h, "GET", "/healthz", ""); rec.Code != 200 {
+		t.Errorf("healthz with database down: got %d, want 200 (the process is alive)", rec.Code)
+	}
+}
+
+func TestToHTTP(t *testing.T) {
+	tests := []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{fmt.Errorf("get link x: %w", store.ErrNotFound), 404, CodeNotFound},
+		{fmt.Errorf("wrapped: %w", errGone), 410, CodeGone},
+		{fmt.Errorf("create: %w: %w", store.ErrUnavailable, errors.New("dial tcp: refused")), 503, CodeUnavailable},
+		{&Error{Status: 400, Code: CodeInvalidURL, Message: "m"}, 400, CodeInvalidURL},
+		{fmt.Errorf("ctx: %w", &Error{Status: 400, Code: CodeInvalidJSON, Message: "m"}), 400, CodeInvalidJSON},
+		{echo.ErrNotFound, 404, CodeNotFound},
+		{echo.ErrMethodNotAllowed, 405, CodeMethodNotAllowed},
+		{&http.MaxBytesError{Limit: 10}, 413, CodeTooLarge},
+		{store.ErrCodeTaken, 500, CodeInternal}, // a generated code never collides; if it does, it is a bug
+		{errors.New("boom"), 500, CodeInternal},
+	}
+	for _, tt := range tests {
+		got := toHTTP(tt.err)
+		if got.Status != tt.status || got.Code != tt.code {
+			t.Errorf("toHTTP(%v) = %d %s, want %d %s", tt.err, got.Status, got.Code, tt.status, tt.code)
+		}
+	}
+}
+
+func TestMethodAndRoute(t *testing.T) {
+	h := newTestHandler(newFakeLinks())
+	if rec := do(h, "PUT", "/api/v1/links", `{}`); rec.Code != 405 || errCode(t, rec) != CodeMethodNotAllowed {
+		t.Errorf("PUT /api/v1/links: got %d %s, want 405", rec.Code, rec.Body)
+	}
+	if rec := do(h, "GET", "/a/b/c", ""); rec.Code != 404 || errCode(t, rec) != CodeNotFound {
+		t.Errorf("GET /a/b/c: got %d %s, want 404", rec.Code, rec.Body)
+	}
+}

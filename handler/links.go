@@ -1,0 +1,123 @@
+package handler
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"shortener/store"
+)
+
+// createRequest is the body of POST /api/v1/links.
+type createRequest struct {
+	URL       string     `json:"url"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	Redirect  int        `json:"redirect,omitempty"`
+}
+
+// linkResponse is how a link is shown to API clients.
+type linkResponse struct {
+	Code      string     `json:"code"`
+	ShortURL  string     `json:"short_url"`
+	URL       string     `json:"url"`
+	Redirect  int        `json:"redirect"`
+	CreatedAt time.Time  `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+}
+
+func (h *Handler) response(l store.Link) linkResponse {
+	r := linkResponse{
+		Code:      l.Code,
+		ShortURL:  strings.TrimSuffix(h.cfg.BaseURL, "/") + "/" + l.Code,
+		URL:       l.URL,
+		Redirect:  l.Redirect,
+		CreatedAt: l.CreatedAt.UTC(),
+	}
+	if !l.ExpiresAt.IsZero() {
+		t := l.ExpiresAt.UTC()
+		r.ExpiresAt = &t
+	}
+	return r
+}
+
+// decodeJSON reads exactly one JSON object with no unknown fields from a
+// body capped at the configured size.
+func (h *Handler) decodeJSON(c echo.Context, v any) error {
+	body := http.MaxBytesReader(c.Response(), c.Request().Body, h.cfg.MaxBody)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		if errors.Is(err, io.EOF) {
+			return &Error{Status: 400, Code: CodeInvalidJSON, Message: "request body is empty; send a JSON object"}
+		}
+		return &Error{Status: 400, Code: CodeInvalidJSON, Message: "request body is not valid JSON: " + err.Error()}
+	}
+	if dec.More() {
+		return &Error{Status: 400, Code: CodeInvalidJSON, Message: "request body holds more than one JSON value"}
+	}
+	return nil
+}
+
+// create answers POST /api/v1/links. The link is committed in MySQL
+// before 201 is sent; warming Redis is best effort.
+func (h *Handler) create(c echo.Context) error {
+	var req createRequest
+	if err := h.decodeJSON(c, &req); err != nil {
+		return err
+	}
+	u, err := ValidateURL(req.URL)
+	if err != nil {
+		return err
+	}
+	now := h.d.Now().UTC().Truncate(time.Millisecond)
+	l := store.Link{URL: u, Redirect: http.StatusFound, CreatedAt: now}
+	switch req.Redirect {
+	case 0:
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		l.Redirect = req.Redirect
+	default:
+		return &Error{Status: 400, Code: CodeInvalidRequest, Message: fmt.Sprintf("redirect %d is not one of 301, 302, 307, 308", req.Redirect)}
+	}
+	if req.ExpiresAt != nil {
+		if !req.ExpiresAt.After(now) {
+			return &Error{Status: 400, Code: CodeInvalidRequest, Message: "expires_at must be in the future"}
+		}
+		l.ExpiresAt = req.ExpiresAt.UTC().Truncate(time.Millisecond)
+	}
+	l.ID, l.Code = h.d.IDs.Next()
+	if err := h.d.Links.Create(c.Request().Context(), l); err != nil {
+		return err
+	}
+	if h.d.Warmer != nil {
+		h.d.Warmer.Add(c.Request().Context(), l)
+	}
+	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/links/"+l.Code)
+	return c.JSON(http.StatusCreated, h.response(l))
+}
+
+// show answers GET /api/v1/links/{code} from the source of truth, so API
+// clients always see the current state.
+func (h *Handler) show(c echo.Context) error {
+	code := c.Param("code")
+	if !plausibleCode(code) {
+		return store.ErrNotFound
+	}
+	l, err := h.d.Links.Link(c.Request().Context(), code)
+	if err != nil {
+		return err
+	}
+	if !l.DeletedAt.IsZero() {
+		return errGone
+	}
+	return c.JSON(http.StatusOK, h.response(l))
+}
