@@ -161,10 +161,12 @@ func (c *Cache) onStateChanged(e circuitbreaker.StateChangedEvent) {
 func key(code string) string { return "link:" + code }
 
 // Resolve returns the link for code: from Redis when it can, else from the
-// origin, filling Redis on the way back while the breaker is closed.
-// Errors are the origin's (store.ErrNotFound, store.ErrUnavailable).
+// origin, filling Redis on the way back after a clean miss while the
+// breaker is closed. Errors are the origin's (store.ErrNotFound,
+// store.ErrUnavailable).
 func (c *Cache) Resolve(ctx context.Context, code string) (store.Link, error) {
-	if l, ok := c.fromRedis(ctx, code); ok {
+	l, res := c.fromRedis(ctx, code)
+	if res == resultHit {
 		return l, nil
 	}
 	l, err := c.origin.Link(ctx, code)
@@ -177,39 +179,52 @@ func (c *Cache) Resolve(ctx context.Context, code string) (store.Link, error) {
 		return store.Link{}, err
 	}
 	c.m.origin.WithLabelValues("found").Inc()
-	c.Add(ctx, l)
+	// Fill only after a clean miss: after an error Redis is likely sick,
+	// and a second call would let one lookup wait two deadlines.
+	if res == resultMiss {
+		c.Add(ctx, l)
+	}
 	return l, nil
 }
 
-// fromRedis looks code up in Redis; ok is false on a miss, an error, or
-// when the breaker holds Redis back.
-func (c *Cache) fromRedis(ctx context.Context, code string) (l store.Link, ok bool) {
+// Outcomes of a Redis lookup; the strings are the metric's labels.
+const (
+	resultHit     = "hit"
+	resultMiss    = "miss"
+	resultError   = "error"
+	resultSkipped = "skipped"
+)
+
+// fromRedis looks code up in Redis and says how it went: a hit, a miss,
+// an error, or skipped because the breaker holds Redis back.
+func (c *Cache) fromRedis(ctx context.Context, code string) (store.Link, string) {
+	l, res := c.lookup(ctx, code)
+	c.m.redis.WithLabelValues(res).Inc()
+	return l, res
+}
+
+func (c *Cache) lookup(ctx context.Context, code string) (store.Link, string) {
 	if !c.breaker.TryAcquirePermit() {
-		c.m.redis.WithLabelValues("skipped").Inc()
-		return store.Link{}, false
+		return store.Link{}, resultSkipped
 	}
 	val, err := c.call(ctx, func(ctx context.Context) (string, error) {
 		return c.rdb.Get(ctx, key(code)).Result()
 	})
 	switch {
 	case errors.Is(err, redis.Nil):
-		c.m.redis.WithLabelValues("miss").Inc()
-		return store.Link{}, false
+		return store.Link{}, resultMiss
 	case err != nil:
-		c.m.redis.WithLabelValues("error").Inc()
 		c.log.Debug("redis lookup failed", "code", code, "err", err)
-		return store.Link{}, false
+		return store.Link{}, resultError
 	}
-	l, err = decode(code, val)
+	l, err := decode(code, val)
 	if err != nil {
 		// A value this version cannot read is a miss; the fill that
 		// follows overwrites it.
-		c.m.redis.WithLabelValues("miss").Inc()
 		c.log.Warn("undecodable redis entry", "code", code, "err", err)
-		return store.Link{}, false
+		return store.Link{}, resultMiss
 	}
-	c.m.redis.WithLabelValues("hit").Inc()
-	return l, true
+	return l, resultHit
 }
 
 // Add writes l into Redis, best effort: only while the breaker is closed,

@@ -51,6 +51,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: cfg.LogLevel})).
 		With("instance", cfg.Instance)
 	log.Info("starting", "config", cfg)
+	cache.RouteLibraryLogs(log)
 
 	ids, err := idgen.New(cfg.NodeID)
 	if err != nil {

@@ -1,0 +1,319 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"shortener/stack"
+	"shortener/stack/stacktest"
+)
+
+// redisTimeout is the per-call Redis deadline the apps under test run with.
+const redisTimeout = 50 * time.Millisecond
+
+// syncBuffer collects an app's log lines for printing on failure.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// app is one shortener instance run in-process through run().
+type app struct {
+	base string
+	logs *syncBuffer
+}
+
+func freePort(tb testing.TB) int {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startApp runs an instance against s with the given node ID and waits
+// until it is ready. It stops when the test ends.
+func startApp(tb testing.TB, s *stack.Stack, nodeID int) *app {
+	tb.Helper()
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(tb))
+	env := map[string]string{
+		"SHORTENER_ADDR":            addr,
+		"SHORTENER_NODE_ID":         strconv.Itoa(nodeID),
+		"SHORTENER_BASE_URL":        "http://" + addr,
+		"SHORTENER_MYSQL_DSN":       s.MySQLDSN(),
+		"SHORTENER_REDIS_MASTER":    s.MasterName(),
+		"SHORTENER_REDIS_SENTINELS": strings.Join(s.SentinelAddrs(), ","),
+		"SHORTENER_REDIS_TIMEOUT":   redisTimeout.String(),
+		"SHORTENER_LOG_LEVEL":       "info",
+	}
+	a := &app{base: "http://" + addr, logs: &syncBuffer{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, a.logs, a.logs) }()
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("app %d: run: %v", nodeID, err)
+		}
+		if tb.Failed() {
+			tb.Logf("app %d log (tail):\n%s", nodeID, tail(a.logs.String(), 40))
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(a.base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return a
+			}
+		}
+		select {
+		case err := <-done:
+			tb.Fatalf("app %d exited before ready: %v\n%s", nodeID, err, a.logs.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("app %d not ready after 60s: %v\n%s", nodeID, err, a.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// createLinks creates n links over HTTP and returns code -> URL.
+func createLinks(tb testing.TB, a *app, n int) map[string]string {
+	tb.Helper()
+	links := map[string]string{}
+	for i := range n {
+		u := fmt.Sprintf("https://example.com/failover/%d?r=%d", i, rand.Int())
+		resp, err := http.Post(a.base+"/api/v1/links", "application/json", strings.NewReader(`{"url":"`+u+`"}`))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		var got struct{ Code, URL string }
+		err = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated || err != nil || got.URL != u {
+			tb.Fatalf("create %s: got %d %+v %v, want 201", u, resp.StatusCode, got, err)
+		}
+		links[got.Code] = u
+	}
+	return links
+}
+
+// load resolves links continuously from several goroutines and records
+// every failure and every latency.
+type load struct {
+	mu        sync.Mutex
+	latencies []time.Duration
+	failures  []string
+	stop      context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+// noFollow is a client that reports redirects instead of following them.
+var noFollow = &http.Client{
+	Timeout:       5 * time.Second,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	Transport:     &http.Transport{MaxIdleConnsPerHost: 64},
+}
+
+// startLoad starts workers resolving links against a. The loop stops at
+// stopLoad or after limit, whichever comes first.
+func startLoad(a *app, links map[string]string, workers int, limit time.Duration) *load {
+	codes := make([]string, 0, len(links))
+	for c := range links {
+		codes = append(codes, c)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	l := &load{stop: cancel}
+	for range workers {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for ctx.Err() == nil {
+				code := codes[rand.IntN(len(codes))]
+				start := time.Now()
+				resp, err := noFollow.Get(a.base + "/" + code)
+				took := time.Since(start)
+				var fail string
+				switch {
+				case err != nil:
+					fail = fmt.Sprintf("GET /%s: %v", code, err)
+				case resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != links[code]:
+					fail = fmt.Sprintf("GET /%s: %d Location %q, want 302 %q", code, resp.StatusCode, resp.Header.Get("Location"), links[code])
+				}
+				if resp != nil {
+					resp.Body.Close()
+				}
+				l.mu.Lock()
+				l.latencies = append(l.latencies, took)
+				if fail != "" {
+					l.failures = append(l.failures, fail)
+				}
+				l.mu.Unlock()
+			}
+		}()
+	}
+	return l
+}
+
+// finish stops the load and returns the sorted latencies and failures.
+func (l *load) finish() ([]time.Duration, []string) {
+	l.stop()
+	l.wg.Wait()
+	slices.Sort(l.latencies)
+	return l.latencies, l.failures
+}
+
+func pct(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+}
+
+// metric reads one sample from the app's /metrics, e.g.
+// `shortener_redis_lookups_total{result="hit"}`.
+func metric(tb testing.TB, a *app, series string) float64 {
+	tb.Helper()
+	resp, err := http.Get(a.base + "/metrics")
+	if err != nil {
+		tb.Fatalf("scrape metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if ok && name == series {
+			f, err := strconv.ParseFloat(val, 64)
+			if err != nil {
+				tb.Fatalf("metric %s: %v", series, err)
+			}
+			return f
+		}
+	}
+	return 0
+}
+
+// waitMetric polls until series reaches at least want.
+func waitMetric(tb testing.TB, a *app, series string, want float64, limit time.Duration) {
+	tb.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		got := metric(tb, a, series)
+		if got >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s = %v after %s, want >= %v", series, got, limit, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+const (
+	redisHits   = `shortener_redis_lookups_total{result="hit"}`
+	breakerOpen = `shortener_breaker_transitions_total{from="closed",to="open"}`
+)
+
+// failover runs one master fault under load: inject breaks the master,
+// heal (may be nil) runs once the sentinels have promoted a replica.
+func failover(t *testing.T, inject func(*stack.Proc) error, heal func(*stack.Proc) error) (lat []time.Duration) {
+	s := stacktest.Start(t)
+	a := startApp(t, s, 1)
+	links := createLinks(t, a, 50)
+
+	l := startLoad(a, links, 8, 2*time.Minute)
+	waitMetric(t, a, redisHits, 300, 30*time.Second) // warm: Redis serves
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	master, err := s.Master(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	faultAt := time.Now()
+	if err := inject(master); err != nil {
+		t.Fatal(err)
+	}
+	promoted, err := s.WaitMaster(ctx, master)
+	if err != nil {
+		t.Fatalf("no failover: %v", err)
+	}
+	promotedAt := time.Now()
+	waitMetric(t, a, breakerOpen, 1, 10*time.Second) // the breaker noticed
+
+	// Back on Redis: hits climb again now that the new master answers.
+	hits := metric(t, a, redisHits)
+	waitMetric(t, a, redisHits, hits+200, 30*time.Second)
+	backAt := time.Now()
+	if heal != nil {
+		if err := heal(master); err != nil {
+			t.Fatal(err)
+		}
+		hits = metric(t, a, redisHits)
+		waitMetric(t, a, redisHits, hits+200, 30*time.Second)
+	}
+
+	lat, failures := l.finish()
+	t.Logf("%s -> %s: promoted %s after the fault, lookups back on Redis %s after promotion; %d lookups, p50 %s p99 %s max %s",
+		master.Name, promoted.Name, promotedAt.Sub(faultAt).Round(time.Millisecond), backAt.Sub(promotedAt).Round(time.Millisecond),
+		len(lat), pct(lat, .5), pct(lat, .99), lat[len(lat)-1])
+	if len(failures) > 0 {
+		t.Fatalf("%d of %d lookups failed, want 0; first: %s", len(failures), len(lat), failures[0])
+	}
+	return lat
+}
+
+// TestMasterKilled SIGKILLs the Redis master under continuous lookups:
+// none may fail, and lookups must return to Redis after the promotion.
+func TestMasterKilled(t *testing.T) {
+	failover(t, (*stack.Proc).Kill, nil)
+}
+
+// TestMasterFrozen SIGSTOPs the master for longer than the failover, then
+// SIGCONTs it: none may fail, and no lookup may wait much longer than one
+// Redis deadline.
+func TestMasterFrozen(t *testing.T) {
+	lat := failover(t, (*stack.Proc).Stop, (*stack.Proc).Cont)
+	// The margin covers the MySQL fallback and a loaded machine; a lookup
+	// that waited on the frozen socket would take seconds.
+	if limit := redisTimeout + 250*time.Millisecond; lat[len(lat)-1] > limit {
+		t.Errorf("slowest lookup took %s, want at most the Redis deadline %s plus margin (%s)", lat[len(lat)-1], redisTimeout, limit)
+	}
+}

@@ -1,0 +1,111 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"shortener/stack/stacktest"
+	"shortener/store"
+)
+
+func openStore(tb testing.TB, dsn string) *store.Store {
+	tb.Helper()
+	st, err := store.Open(store.Config{DSN: dsn, MaxOpen: 8, QueryTimeout: 2 * time.Second, DialTimeout: time.Second},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	return st
+}
+
+// TestMigrateConcurrently starts four "instances" migrating the same empty
+// database at once: all succeed and each migration is applied once.
+func TestMigrateConcurrently(t *testing.T) {
+	s := stacktest.Start(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = openStore(t, s.MySQLDSN()).Migrate(ctx, 30*time.Second)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("instance %d: Migrate: %v", i, err)
+		}
+	}
+	st := openStore(t, s.MySQLDSN())
+	n, err := st.AppliedMigrations(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := store.Migrations()
+	if n != want {
+		t.Errorf("schema_migrations has %d rows, want %d (one per migration)", n, want)
+	}
+	// Running again is a no-op.
+	if err := st.Migrate(ctx, 10*time.Second); err != nil {
+		t.Fatalf("second Migrate: %v", err)
+	}
+
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	link := store.Link{ID: 42, Code: "Abc", URL: "https://example.com/é?q=1", Redirect: 307, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	if err := st.Create(ctx, link); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Link(ctx, "Abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != link.ID || got.URL != link.URL || got.Redirect != link.Redirect || !got.CreatedAt.Equal(link.CreatedAt) || !got.ExpiresAt.Equal(link.ExpiresAt) {
+		t.Errorf("Link(Abc) = %+v, want %+v", got, link)
+	}
+	// Codes are case-sensitive: "abc" is another code.
+	if _, err := st.Link(ctx, "abc"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Link(abc) error = %v, want ErrNotFound", err)
+	}
+	dup := link
+	dup.ID = 43
+	if err := st.Create(ctx, dup); !errors.Is(err, store.ErrCodeTaken) {
+		t.Errorf("Create with a taken code: error = %v, want ErrCodeTaken", err)
+	}
+}
+
+// TestUnavailable shows that a dead database is a prompt ErrUnavailable.
+func TestUnavailable(t *testing.T) {
+	s := stacktest.Start(t)
+	st := openStore(t, s.MySQLDSN())
+	ctx := context.Background()
+	if err := st.Migrate(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MySQL().Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Link(ctx, "x"); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Link with MySQL down: error = %v, want ErrUnavailable", err)
+	}
+	if err := st.Create(ctx, store.Link{ID: 1, Code: "x", URL: "https://e.com", Redirect: 302, CreatedAt: time.Now()}); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Create with MySQL down: error = %v, want ErrUnavailable", err)
+	}
+	if err := s.MySQL().Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for st.Ping(ctx) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("store did not reconnect after MySQL restarted")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
