@@ -50,8 +50,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: cfg.LogLevel})).
 		With("instance", cfg.Instance)
+	if stdout == os.Stdout { // go-redis logs per process, not per run
+		cache.RouteLibraryLogs(log)
+	}
 	log.Info("starting", "config", cfg)
-	cache.RouteLibraryLogs(log)
 
 	ids, err := idgen.New(cfg.NodeID)
 	if err != nil {
