@@ -21,6 +21,7 @@ type Config struct {
 	NodeID          int64
 	BaseURL         string
 	ShutdownTimeout time.Duration
+	DrainTimeout    time.Duration
 	IdleTimeout     time.Duration
 	LogLevel        slog.Level
 
@@ -95,6 +96,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.int(&nodeID, "node-id", "SHORTENER_NODE_ID", -1, "Snowflake node ID 0-1023, distinct per instance (required)")
 	e.str(&c.BaseURL, "base-url", "SHORTENER_BASE_URL", "http://127.0.0.1:8080", "public prefix of short URLs")
 	e.dur(&c.ShutdownTimeout, "shutdown-timeout", "SHORTENER_SHUTDOWN_TIMEOUT", 10*time.Second, "how long to drain requests on SIGTERM")
+	e.dur(&c.DrainTimeout, "drain-timeout", "SHORTENER_DRAIN_TIMEOUT", 5*time.Second, "on SIGTERM, how long open connections may finish; keep it above the proxy's upstream keepalive timeout")
 	e.dur(&c.IdleTimeout, "idle-timeout", "SHORTENER_IDLE_TIMEOUT", 75*time.Second, "keep-alive idle timeout; keep it above the proxy's upstream keepalive")
 	e.str(&level, "log-level", "SHORTENER_LOG_LEVEL", "info", "debug, info, warn or error")
 

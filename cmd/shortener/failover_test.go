@@ -71,6 +71,7 @@ func startApp(tb testing.TB, s *stack.Stack, nodeID int) *app {
 		"SHORTENER_REDIS_SENTINELS": strings.Join(s.SentinelAddrs(), ","),
 		"SHORTENER_REDIS_TIMEOUT":   redisTimeout.String(),
 		"SHORTENER_LOG_LEVEL":       "info",
+		"SHORTENER_DRAIN_TIMEOUT":   "500ms",
 	}
 	a := &app{base: "http://" + addr, logs: &syncBuffer{}}
 	ctx, cancel := context.WithCancel(context.Background())

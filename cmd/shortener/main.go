@@ -14,7 +14,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -103,35 +102,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Metrics:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Log:      log,
 	})
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      10 * time.Second,
-		IdleTimeout:       cfg.IdleTimeout,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	srv := newServer(ln, h, cfg.IdleTimeout, log)
 	log.Info("listening", "addr", ln.Addr().String())
 
 	select {
-	case err := <-serveErr:
+	case err := <-srv.failed():
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	log.Info("shutting down", "drain", cfg.DrainTimeout, "timeout", cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.DrainTimeout+cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("drain: %w", err)
-	}
-	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
+	if err := srv.drain(sctx, cfg.DrainTimeout); err != nil {
+		return err
 	}
 	log.Info("stopped")
 	return nil // deferred: close Redis, then MySQL

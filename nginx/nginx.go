@@ -1,0 +1,48 @@
+// Package nginx renders the nginx configuration that fronts the shortener
+// apps, shared by the local stack and deploy.
+package nginx
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"text/template"
+)
+
+//go:embed nginx.conf.tmpl
+var tmplText string
+
+var tmpl = template.Must(template.New("nginx.conf").Parse(tmplText))
+
+// Config is what the template needs.
+type Config struct {
+	Listen      string   // e.g. "127.0.0.1:8080"
+	Apps        []string // upstream app addresses, e.g. "127.0.0.1:8081"
+	PIDFile     string
+	LogDir      string
+	TempDir     string
+	MaxBody     string // client_max_body_size, e.g. "16k"
+	CreateRate  int    // link creations per second per client address
+	CreateBurst int    // creations allowed above the rate at once
+}
+
+// Render writes the nginx.conf for c.
+func Render(w io.Writer, c Config) error {
+	if c.Listen == "" || len(c.Apps) == 0 || c.PIDFile == "" || c.LogDir == "" || c.TempDir == "" {
+		return errors.New("nginx: Listen, Apps, PIDFile, LogDir and TempDir are required")
+	}
+	if c.MaxBody == "" {
+		c.MaxBody = "16k"
+	}
+	if c.CreateRate <= 0 {
+		c.CreateRate = 100
+	}
+	if c.CreateBurst <= 0 {
+		c.CreateBurst = 2 * c.CreateRate
+	}
+	if err := tmpl.Execute(w, c); err != nil {
+		return fmt.Errorf("nginx: render: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+package nginx
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRender(t *testing.T) {
+	dir := t.TempDir()
+	c := Config{
+		Listen: "127.0.0.1:18080", Apps: []string{"127.0.0.1:18081", "127.0.0.1:18082"},
+		PIDFile: filepath.Join(dir, "nginx.pid"), LogDir: dir, TempDir: dir,
+	}
+	var b strings.Builder
+	if err := Render(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	conf := b.String()
+	for _, want := range []string{
+		"server 127.0.0.1:18081 max_fails=1", "server 127.0.0.1:18082 max_fails=1",
+		"listen 127.0.0.1:18080", "limit_req_status 429", "keepalive_timeout 4s",
+		"proxy_next_upstream error timeout http_502 http_503 http_504;",
+	} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("rendered config lacks %q", want)
+		}
+	}
+	if err := Render(&b, Config{}); err == nil {
+		t.Error("Render of an empty Config succeeded, want an error")
+	}
+
+	// nginx itself must accept the file, when it is installed.
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		bin = "/usr/sbin/nginx"
+	}
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("SHORTENER_INTEGRATION") == "1" {
+			t.Fatalf("nginx not installed: %v", err)
+		}
+		t.Skip("nginx not installed; install it (apt-get install nginx) or run `make test` to check the config with nginx -t")
+	}
+	path := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "-t", "-p", dir, "-c", path, "-e", filepath.Join(dir, "startup-error.log")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nginx -t rejects the rendered config: %v\n%s", err, out)
+	}
+}

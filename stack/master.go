@@ -1,0 +1,187 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// sentinelAskTimeout bounds each sentinel's answer in Master, so that a
+// frozen sentinel costs a poll this long rather than the caller's deadline.
+const sentinelAskTimeout = 500 * time.Millisecond
+
+// Master returns the Redis node that the sentinels name as master. It asks
+// every sentinel at once and returns the answer of a majority of those that
+// answered; during a failover the sentinels disagree for a moment, and the
+// majority is what a Sentinel-aware client would most likely be told. It
+// returns an error wrapping ErrNoMaster when none answers or no majority
+// agrees.
+func (s *Stack) Master(ctx context.Context) (*Proc, error) {
+	ports := make([]int, len(s.sentinels))
+	errs := make([]error, len(s.sentinels))
+	var wg sync.WaitGroup
+	for i, sp := range s.sentinels {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, sentinelAskTimeout)
+			defer cancel()
+			ports[i], errs[i] = sentinelMasterPort(ctx, sp, s.st.MasterName)
+		})
+	}
+	wg.Wait()
+
+	votes := map[int]int{}
+	answered := 0
+	for i, port := range ports {
+		if errs[i] == nil {
+			votes[port]++
+			answered++
+		}
+	}
+	if answered == 0 {
+		msgs := make([]string, len(errs))
+		for i, err := range errs {
+			msgs[i] = err.Error()
+		}
+		return nil, fmt.Errorf("master: %w: no sentinel answered: %s", ErrNoMaster, strings.Join(msgs, "; "))
+	}
+	for port, n := range votes {
+		if 2*n <= answered {
+			continue
+		}
+		for _, p := range s.redis {
+			if p.Port == port {
+				return p, nil
+			}
+		}
+		return nil, fmt.Errorf("master: sentinels name 127.0.0.1:%d, which is not a node of this stack", port)
+	}
+	return nil, fmt.Errorf("master: %w: %d sentinels answered and disagree (votes by port: %v)", ErrNoMaster, answered, votes)
+}
+
+// sentinelMasterPort asks one sentinel for the master's address.
+func sentinelMasterPort(ctx context.Context, sentinel *Proc, name string) (int, error) {
+	reply, err := do(ctx, sentinel.Addr(), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", name)
+	if err != nil {
+		return 0, fmt.Errorf("ask %s: %w", sentinel.Name, err)
+	}
+	addr, ok := reply.([]any)
+	if !ok || len(addr) != 2 {
+		return 0, fmt.Errorf("ask %s: no master named %q (reply %v)", sentinel.Name, name, reply)
+	}
+	portStr, _ := addr[1].(string)
+	port, err := strconv.Atoi(portStr)
+	if err != nil {
+		return 0, fmt.Errorf("ask %s: bad port in %v", sentinel.Name, addr)
+	}
+	return port, nil
+}
+
+// WaitMaster polls until the sentinels name a master other than not (any
+// master when not is nil) and that node itself reports role master, and
+// returns it. Chaos tests time failovers with it. Without a deadline on ctx
+// it gives up after a minute.
+func (s *Stack) WaitMaster(ctx context.Context, not *Proc) (*Proc, error) {
+	ctx, cancel := withDefaultTimeout(ctx, defaultWaitTimeout)
+	defer cancel()
+	var master *Proc
+	err := poll(ctx, readyPoll, func(ctx context.Context) error {
+		m, err := s.Master(ctx)
+		if err != nil {
+			return err
+		}
+		// By name, so that a Proc from another Stack value (Attach) works.
+		if not != nil && m.Name == not.Name {
+			return fmt.Errorf("sentinels still name %s", m.Name)
+		}
+		r, err := m.Replication(ctx)
+		if err != nil {
+			return err
+		}
+		if r.Role != "master" {
+			return fmt.Errorf("sentinels name %s, which reports role %s", m.Name, r.Role)
+		}
+		master = m
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wait master: %w", err)
+	}
+	return master, nil
+}
+
+// waitReplicas polls until master has every replica connected and each
+// replica reports its link to master up.
+func (s *Stack) waitReplicas(ctx context.Context, master *Proc, replicas []*Proc) error {
+	err := poll(ctx, readyPoll, func(ctx context.Context) error {
+		r, err := master.Replication(ctx)
+		if err != nil {
+			return err
+		}
+		if r.Role != "master" || r.ConnectedReplicas < len(replicas) {
+			return fmt.Errorf("%s: role %s with %d replicas", master.Name, r.Role, r.ConnectedReplicas)
+		}
+		for _, p := range replicas {
+			r, err := p.Replication(ctx)
+			if err != nil {
+				return err
+			}
+			if r.MasterPort != master.Port || !r.LinkUp {
+				return fmt.Errorf("%s: role %s, master port %d, link up %v", p.Name, r.Role, r.MasterPort, r.LinkUp)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait replicas of %s: %w", master.Name, err)
+	}
+	return nil
+}
+
+// waitSentinels polls until every sentinel sees master as up, with all
+// replicas up and all other sentinels known: before that, a failover could
+// lack a quorum or a replica to promote. Sentinels find each other through
+// hello messages every two seconds, so this takes a couple of seconds.
+func (s *Stack) waitSentinels(ctx context.Context, master *Proc) error {
+	name := s.st.MasterName
+	wantReplicas := len(s.redis) - 1
+	wantOthers := len(s.sentinels) - 1
+	err := poll(ctx, readyPoll, func(ctx context.Context) error {
+		for _, sp := range s.sentinels {
+			reply, err := do(ctx, sp.Addr(), "SENTINEL", "MASTER", name)
+			if err != nil {
+				return err
+			}
+			m, err := pairs(reply)
+			if err != nil {
+				return fmt.Errorf("%s SENTINEL MASTER: %w", sp.Name, err)
+			}
+			if m["port"] != strconv.Itoa(master.Port) || m["flags"] != "master" ||
+				m["num-slaves"] != strconv.Itoa(wantReplicas) || m["num-other-sentinels"] != strconv.Itoa(wantOthers) {
+				return fmt.Errorf("%s sees master port %s flags %s, %s replicas, %s other sentinels",
+					sp.Name, m["port"], m["flags"], m["num-slaves"], m["num-other-sentinels"])
+			}
+			reply, err = do(ctx, sp.Addr(), "SENTINEL", "REPLICAS", name)
+			if err != nil {
+				return err
+			}
+			arr, _ := reply.([]any)
+			for _, r := range arr {
+				rm, err := pairs(r)
+				if err != nil {
+					return fmt.Errorf("%s SENTINEL REPLICAS: %w", sp.Name, err)
+				}
+				if rm["flags"] != "slave" || rm["master-link-status"] != "ok" {
+					return fmt.Errorf("%s sees replica %s flags %s link %s", sp.Name, rm["name"], rm["flags"], rm["master-link-status"])
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait sentinels: %w", err)
+	}
+	return nil
+}

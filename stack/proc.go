@@ -1,0 +1,407 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// How long controls wait for a process to change state. SIGTERM gets a
+// grace period long enough for MariaDB to flush; the others are generous
+// bounds on what the kernel does at once.
+const (
+	termGrace   = 5 * time.Second
+	killWait    = 5 * time.Second
+	signalWait  = 2 * time.Second
+	portWait    = 2 * time.Second
+	readyPoll   = 50 * time.Millisecond
+	controlPoll = 10 * time.Millisecond
+)
+
+// Proc is one server process of a stack. Its controls work whether this
+// process started the server (then it also reaps it) or found it through
+// the pid file after Attach.
+type Proc struct {
+	// Name identifies the process within its stack: "mysql", "redis-1", …
+	Name string
+	// Kind is KindMySQL, KindRedis or KindSentinel.
+	Kind string
+	// Port is the TCP port the server listens on at 127.0.0.1.
+	Port int
+
+	s *Stack
+	k kind
+
+	ctl   sync.Mutex // serialises the controls (Kill, Restart, …) on this process
+	mu    sync.Mutex // guards child
+	child *child     // last server this process started for p, if any
+}
+
+// child is a server started by this process; a goroutine waits for it so
+// that it never lingers as a zombie.
+type child struct {
+	pid  int
+	done chan struct{} // closed once reaped
+	err  error         // exit status; read only after done
+}
+
+func (c *child) running() bool {
+	select {
+	case <-c.done:
+		return false
+	default:
+		return alive(c.pid)
+	}
+}
+
+// Addr returns the server's "127.0.0.1:port".
+func (p *Proc) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.Port)) }
+
+// String returns the name and address, for logs and test failures.
+func (p *Proc) String() string { return p.Name + " (" + p.Addr() + ")" }
+
+// LogFile returns the path of the file that receives the server's output.
+func (p *Proc) LogFile() string { return filepath.Join(p.s.dir, "logs", p.Name+".log") }
+
+// LogTail returns the last n lines of the server's log, for error messages.
+func (p *Proc) LogTail(n int) string {
+	f, err := os.Open(p.LogFile())
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const window = 64 << 10
+	if fi, err := f.Stat(); err == nil && fi.Size() > window {
+		f.Seek(-window, io.SeekEnd)
+	}
+	b, _ := io.ReadAll(f)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (p *Proc) dir() string     { return filepath.Join(p.s.dir, p.Name) }
+func (p *Proc) pidFile() string { return filepath.Join(p.s.dir, "pids", p.Name+".pid") }
+
+// Pid returns the server's pid, or 0 when it is not running. A pid file
+// whose process is gone, or whose pid now belongs to another program, is
+// stale and yields 0.
+func (p *Proc) Pid() int {
+	p.mu.Lock()
+	c := p.child
+	p.mu.Unlock()
+	if c != nil && c.running() {
+		return c.pid
+	}
+	pid := readPidFile(p.pidFile())
+	if pid == 0 || (c != nil && pid == c.pid) {
+		return 0
+	}
+	if !alive(pid) || !p.k.matches(p, cmdline(pid)) {
+		return 0
+	}
+	return pid
+}
+
+// Running reports whether the server process exists (frozen or not).
+func (p *Proc) Running() bool { return p.Pid() != 0 }
+
+// Frozen reports whether the server is stopped by SIGSTOP.
+func (p *Proc) Frozen() bool {
+	pid := p.Pid()
+	return pid != 0 && frozen(pid)
+}
+
+// Kill sends SIGKILL to the server (and its forked children) and returns
+// once it is gone.
+func (p *Proc) Kill() error {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if err := p.kill(); err != nil {
+		return fmt.Errorf("kill %s: %w", p.Name, err)
+	}
+	p.s.log.Info("killed", "proc", p.Name)
+	return nil
+}
+
+// Term sends SIGTERM and returns once the server has exited; one that takes
+// longer than a few seconds is killed.
+func (p *Proc) Term() error {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if err := p.term(); err != nil {
+		return fmt.Errorf("term %s: %w", p.Name, err)
+	}
+	p.s.log.Info("terminated", "proc", p.Name)
+	return nil
+}
+
+// Stop freezes the server with SIGSTOP: its sockets stay open but nothing
+// answers, which is how a hung server looks to its clients. It returns once
+// the kernel reports the process stopped.
+func (p *Proc) Stop() error {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if err := p.signalAndWait(syscall.SIGSTOP, true); err != nil {
+		return fmt.Errorf("stop %s: %w", p.Name, err)
+	}
+	p.s.log.Info("frozen", "proc", p.Name)
+	return nil
+}
+
+// Cont resumes a server frozen by Stop.
+func (p *Proc) Cont() error {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if err := p.signalAndWait(syscall.SIGCONT, false); err != nil {
+		return fmt.Errorf("cont %s: %w", p.Name, err)
+	}
+	p.s.log.Info("continued", "proc", p.Name)
+	return nil
+}
+
+// Restart stops the server if it runs and starts it again with the same
+// port, configuration and data, returning once it is ready. A Redis node
+// comes back as a replica of whichever node the sentinels name as master,
+// so a restart never makes a second master. On error the server is left
+// stopped. Without a deadline on ctx, Restart gives up after a minute.
+func (p *Proc) Restart(ctx context.Context) error {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	ctx, cancel := withDefaultTimeout(ctx, defaultRestartTimeout)
+	defer cancel()
+	if err := p.term(); err != nil && !errors.Is(err, ErrNotRunning) {
+		return fmt.Errorf("restart %s: %w", p.Name, err)
+	}
+	if err := p.launch(ctx, false); err != nil {
+		return fmt.Errorf("restart %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// start is Start's way in: a fresh launch under the control lock.
+func (p *Proc) start(ctx context.Context, fresh bool) error {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if err := p.launch(ctx, fresh); err != nil {
+		return fmt.Errorf("start %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// launch configures and starts the server and waits until it is ready; if
+// it never gets ready, launch kills it. The caller holds p.ctl.
+func (p *Proc) launch(ctx context.Context, fresh bool) error {
+	if pid := p.Pid(); pid != 0 {
+		return fmt.Errorf("pid %d: %w", pid, ErrRunning)
+	}
+	// A server that cannot bind exits, but a ready check could first reach
+	// whatever holds the port and take it for ours. The wait covers a
+	// predecessor whose sockets the kernel is still closing.
+	portCtx, cancel := context.WithTimeout(ctx, portWait)
+	err := poll(portCtx, controlPoll, func(context.Context) error {
+		if !portFree(p.Port) {
+			return fmt.Errorf("port %d is in use by another program", p.Port)
+		}
+		return nil
+	})
+	cancel()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(p.dir(), 0o755); err != nil {
+		return err
+	}
+	if err := p.k.configure(ctx, p, fresh); err != nil {
+		return fmt.Errorf("configure: %w", err)
+	}
+	prog, err := programPath(p.k.program)
+	if err != nil {
+		return err
+	}
+	args := p.k.args(p)
+	logf, err := os.OpenFile(p.LogFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "--- stack %s: %s %s\n", time.Now().Format(time.RFC3339Nano), prog, strings.Join(args, " "))
+
+	cmd := exec.Command(prog, args...)
+	cmd.Dir = p.dir()
+	// An *os.File is handed to the server as its fd, so output keeps
+	// flowing to the log after this process exits.
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Its own process group: a terminal's Ctrl-C to the CLI must not reach
+	// the servers, and a kill can take the server's forked children along.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if p.s.killWithParent {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	// The pid file is written before the reaper can remove it, so a server
+	// that dies at once leaves no stale file behind.
+	c := &child{pid: cmd.Process.Pid, done: make(chan struct{})}
+	pidFile := p.pidFile()
+	if err := writePidFile(pidFile, c.pid); err != nil {
+		signal(c.pid, syscall.SIGKILL, true)
+		cmd.Wait()
+		return err
+	}
+	go func() {
+		c.err = cmd.Wait()
+		removePidFile(pidFile, c.pid)
+		close(c.done)
+	}()
+	p.mu.Lock()
+	p.child = c
+	p.mu.Unlock()
+	p.s.log.Debug("started", "proc", p.Name, "pid", c.pid, "addr", p.Addr())
+
+	begin := time.Now()
+	err = poll(ctx, readyPoll, func(ctx context.Context) error {
+		select {
+		case <-c.done:
+			return permanent{fmt.Errorf("exited during start-up (%v); %s ends:\n%s", c.err, p.LogFile(), p.LogTail(15))}
+		default:
+		}
+		return p.k.ready(ctx, p)
+	})
+	if err == nil && p.k.setup != nil {
+		err = p.k.setup(ctx, p)
+	}
+	if err != nil {
+		if kerr := p.kill(); kerr != nil && !errors.Is(kerr, ErrNotRunning) {
+			err = errors.Join(err, kerr)
+		}
+		return fmt.Errorf("wait ready: %w", err)
+	}
+	p.s.log.Info("ready", "proc", p.Name, "pid", c.pid, "addr", p.Addr(), "took", time.Since(begin).Round(time.Millisecond))
+	return nil
+}
+
+// kill is Kill without the lock.
+func (p *Proc) kill() error {
+	pid := p.Pid()
+	if pid == 0 {
+		return ErrNotRunning
+	}
+	if err := signal(pid, syscall.SIGKILL, true); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return p.waitGone(pid, killWait)
+}
+
+// term is Term without the lock.
+func (p *Proc) term() error {
+	pid := p.Pid()
+	if pid == 0 {
+		return ErrNotRunning
+	}
+	// A frozen process keeps SIGTERM pending and never exits, so thaw it
+	// first. SIGTERM goes to the leader alone: servers stop their own
+	// children as part of a clean shutdown.
+	if err := signal(pid, syscall.SIGCONT, true); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	if err := signal(pid, syscall.SIGTERM, false); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	if err := p.waitGone(pid, termGrace); err == nil {
+		return nil
+	}
+	p.s.log.Warn("no exit after SIGTERM; sending SIGKILL", "proc", p.Name, "pid", pid, "grace", termGrace)
+	if err := signal(pid, syscall.SIGKILL, true); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return err
+	}
+	return p.waitGone(pid, killWait)
+}
+
+// close is Close's part for one process: term it if it runs, and remove its
+// pid file even if stale.
+func (p *Proc) close() error {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	err := p.term()
+	switch {
+	case errors.Is(err, ErrNotRunning):
+		err = nil
+	case err == nil:
+		p.s.log.Info("stopped", "proc", p.Name)
+	}
+	if p.Pid() == 0 {
+		os.Remove(p.pidFile())
+	}
+	if err != nil {
+		return fmt.Errorf("stop %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// waitGone returns once pid has exited: reaped, if it is our child (so the
+// port and pid are free when Kill returns), or gone from /proc or a zombie
+// otherwise.
+func (p *Proc) waitGone(pid int, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	p.mu.Lock()
+	c := p.child
+	p.mu.Unlock()
+	if c != nil && c.pid == pid {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return fmt.Errorf("pid %d still running after %v", pid, d)
+		}
+	} else {
+		err := poll(ctx, controlPoll, func(context.Context) error {
+			if alive(pid) {
+				return fmt.Errorf("pid %d still running", pid)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	removePidFile(p.pidFile(), pid)
+	return nil
+}
+
+// signalAndWait sends SIGSTOP or SIGCONT to the server's process group and
+// waits until the kernel shows the process frozen (or no longer frozen), so
+// that the caller's next step sees the new state.
+func (p *Proc) signalAndWait(sig syscall.Signal, wantFrozen bool) error {
+	pid := p.Pid()
+	if pid == 0 {
+		return ErrNotRunning
+	}
+	if err := signal(pid, sig, true); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), signalWait)
+	defer cancel()
+	return poll(ctx, controlPoll, func(context.Context) error {
+		if !alive(pid) {
+			return permanent{ErrNotRunning}
+		}
+		if frozen(pid) != wantFrozen {
+			return fmt.Errorf("pid %d: frozen=%v", pid, !wantFrozen)
+		}
+		return nil
+	})
+}

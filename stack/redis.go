@@ -1,0 +1,177 @@
+package stack
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+func redisKind() kind {
+	return kind{
+		name:      KindRedis,
+		program:   "redis-server",
+		tier:      1,
+		configure: configureRedis,
+		args:      func(p *Proc) []string { return []string{redisConf(p)} },
+		ready:     pingReady,
+		setup:     nil,
+	}
+}
+
+func sentinelKind() kind {
+	return kind{
+		name:      KindSentinel,
+		program:   "redis-sentinel",
+		tier:      2,
+		configure: configureSentinel,
+		args:      func(p *Proc) []string { return []string{sentinelConf(p)} },
+		ready:     sentinelReady,
+		setup:     nil,
+	}
+}
+
+func redisConf(p *Proc) string    { return filepath.Join(p.dir(), "redis.conf") }
+func sentinelConf(p *Proc) string { return filepath.Join(p.dir(), "sentinel.conf") }
+
+// configureRedis writes the node's config afresh on every start; only the
+// replicaof line varies. On a fresh Start the first node is the master. On
+// Restart the node follows whichever node the sentinels name as master — a
+// node that came back as a master beside the real one would be a second
+// master until the sentinels noticed — and when no sentinel answers, it
+// keeps the replicaof line that it or a sentinel last wrote to its config.
+func configureRedis(ctx context.Context, p *Proc, fresh bool) error {
+	masterPort := p.s.redis[0].Port
+	if !fresh {
+		if m, err := p.s.Master(ctx); err == nil {
+			masterPort = m.Port
+		} else if port, ok := confReplicaOf(redisConf(p)); ok {
+			masterPort = port
+		} else {
+			masterPort = p.Port
+			p.s.log.Warn("no sentinel names a master and the config names none; restarting as master", "proc", p.Name, "err", err)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("# Written by package stack on every start. Sentinels may rewrite it\n" +
+		"# (replicaof) while the node runs; the next start replaces it again.\n")
+	fmt.Fprintf(&b, "bind 127.0.0.1\nport %d\nprotected-mode no\ndaemonize no\n", p.Port)
+	fmt.Fprintf(&b, "dir %s\nlogfile \"\"\n", strconv.Quote(p.dir()))
+	// A cache: no persistence, and a replica that (re)joins syncs from
+	// memory at once instead of after the default five-second delay.
+	b.WriteString("save \"\"\nappendonly no\n")
+	b.WriteString("repl-diskless-sync yes\nrepl-diskless-sync-delay 0\nreplica-read-only yes\n")
+	if masterPort != p.Port {
+		fmt.Fprintf(&b, "replicaof 127.0.0.1 %d\n", masterPort)
+	}
+	return writeFileAtomic(redisConf(p), []byte(b.String()))
+}
+
+// confReplicaOf returns the master port of the last replicaof (or, from
+// older rewrites, slaveof) line in a redis config file.
+func confReplicaOf(path string) (int, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	port, ok := 0, false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		w := strings.Fields(sc.Text())
+		if len(w) == 3 && (strings.EqualFold(w[0], "replicaof") || strings.EqualFold(w[0], "slaveof")) {
+			if n, err := strconv.Atoi(w[2]); err == nil {
+				port, ok = n, true
+			}
+		}
+	}
+	return port, ok
+}
+
+// configureSentinel writes a sentinel's config on a fresh Start. On Restart
+// it keeps the file as is: the sentinel rewrites it with its ID, the current
+// master and config epoch, and the replicas and sentinels it knows, all of
+// which it needs to rejoin the others.
+func configureSentinel(_ context.Context, p *Proc, fresh bool) error {
+	path := sentinelConf(p)
+	if !fresh {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	st := p.s.st
+	name := st.MasterName
+	var b strings.Builder
+	b.WriteString("# Written by package stack at start; the sentinel rewrites it.\n")
+	fmt.Fprintf(&b, "bind 127.0.0.1\nport %d\nprotected-mode no\ndaemonize no\n", p.Port)
+	fmt.Fprintf(&b, "dir %s\nlogfile \"\"\n", strconv.Quote(p.dir()))
+	fmt.Fprintf(&b, "sentinel monitor %s 127.0.0.1 %d %d\n", name, p.s.redis[0].Port, st.Quorum)
+	fmt.Fprintf(&b, "sentinel down-after-milliseconds %s %d\n", name, st.DownAfterMS)
+	fmt.Fprintf(&b, "sentinel failover-timeout %s %d\n", name, st.FailoverTimeoutMS)
+	fmt.Fprintf(&b, "sentinel parallel-syncs %s 1\n", name)
+	return writeFileAtomic(path, []byte(b.String()))
+}
+
+// pingReady is a Redis node's readiness: it answers PING (a node still
+// loading its data answers -LOADING instead).
+func pingReady(ctx context.Context, p *Proc) error {
+	s, err := doString(ctx, p.Addr(), "PING")
+	if err != nil {
+		return err
+	}
+	if s != "PONG" {
+		return fmt.Errorf("%s PING: %q: %w", p.Name, s, errNotReady)
+	}
+	return nil
+}
+
+// sentinelReady is a sentinel's readiness: it answers PING and monitors the
+// master name. Whether it has found the replicas and other sentinels is
+// Start's concern (waitSentinels), since after a restart it may never: the
+// master could be down.
+func sentinelReady(ctx context.Context, p *Proc) error {
+	if err := pingReady(ctx, p); err != nil {
+		return err
+	}
+	_, err := do(ctx, p.Addr(), "SENTINEL", "MASTER", p.s.st.MasterName)
+	return err
+}
+
+// Replication is what a Redis node reports about its role (INFO replication).
+type Replication struct {
+	// Role is "master" or "slave".
+	Role string
+	// MasterPort is the port of a replica's master; 0 for a master.
+	MasterPort int
+	// LinkUp reports a replica's master_link_status:up.
+	LinkUp bool
+	// ConnectedReplicas is a master's count of connected replicas.
+	ConnectedReplicas int
+}
+
+// Replication asks the Redis node p for its replication role; p must be of
+// KindRedis.
+func (p *Proc) Replication(ctx context.Context) (Replication, error) {
+	if p.Kind != KindRedis {
+		return Replication{}, fmt.Errorf("replication of %s: kind %s, want %s", p.Name, p.Kind, KindRedis)
+	}
+	info, err := doString(ctx, p.Addr(), "INFO", "replication")
+	if err != nil {
+		return Replication{}, fmt.Errorf("replication of %s: %w", p.Name, err)
+	}
+	f := infoFields(info)
+	r := Replication{Role: f["role"], LinkUp: f["master_link_status"] == "up"}
+	r.MasterPort, _ = strconv.Atoi(f["master_port"])
+	r.ConnectedReplicas, _ = strconv.Atoi(f["connected_slaves"])
+	if r.Role == "" {
+		return r, fmt.Errorf("replication of %s: no role in INFO reply", p.Name)
+	}
+	return r, nil
+}

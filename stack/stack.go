@@ -1,0 +1,413 @@
+// Package stack starts the servers the shortener runs against — MariaDB,
+// three redis-server nodes and three redis-sentinels — as real local
+// processes on 127.0.0.1, and gives chaos tests and the cmd/stack CLI the
+// controls they need: kill, freeze, continue, restart, and "who is the Redis
+// master now".
+//
+// Everything a stack owns lives in one state directory:
+//
+//	stack.json          ports and settings, so a later process can Attach
+//	logs/<name>.log     stdout and stderr of each server
+//	pids/<name>.pid     pid of each running server
+//	<name>/             data and config files of each server
+//
+// The servers run in their own process groups, so they outlive the process
+// that started them (the CLI's "up" returns while they keep running) and a
+// Ctrl-C in a terminal does not reach them. A later process controls them
+// through the pid files, which are checked against /proc/<pid>/cmdline
+// before any signal is sent, because a pid outlives its process.
+//
+// The package speaks to Redis with a minimal RESP exchange and to MariaDB
+// through its command-line clients, so that go-redis and database/sql stay in
+// the packages that own them.
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+)
+
+// Kinds of process a stack runs; Proc.Kind holds one of them.
+const (
+	KindMySQL    = "mysql"
+	KindRedis    = "redis"
+	KindSentinel = "sentinel"
+)
+
+// Credentials of the database users Start creates. They are fixed because
+// the stack is local and throwaway; the DSN methods are the way to use them.
+const (
+	appUser          = "shortener"
+	appPassword      = "shortener"
+	readOnlyUser     = "shortener_ro"
+	readOnlyPassword = "shortener_ro"
+)
+
+// Timeouts applied when the caller's context has no deadline, so that a
+// server that never becomes ready fails the call instead of hanging it.
+const (
+	defaultStartTimeout   = 2 * time.Minute
+	defaultRestartTimeout = time.Minute
+	defaultWaitTimeout    = time.Minute
+)
+
+var (
+	// ErrConfig reports an invalid Config.
+	ErrConfig = errors.New("stack: invalid config")
+	// ErrRunning reports that a server of the stack is already running, so
+	// Start (or a start of that process) would fight it for its port and data.
+	ErrRunning = errors.New("stack: already running")
+	// ErrNoStack reports that a directory holds no stack to Attach to.
+	ErrNoStack = errors.New("stack: no stack in directory")
+	// ErrUnknownProc reports a process name the stack does not have.
+	ErrUnknownProc = errors.New("stack: unknown process")
+	// ErrNotRunning reports a control applied to a process that is not running.
+	ErrNotRunning = errors.New("stack: process not running")
+	// ErrNoMaster reports that no majority of the reachable sentinels named a
+	// Redis master (none answered, or they disagree).
+	ErrNoMaster = errors.New("stack: sentinels name no master")
+	// ErrMissingProgram reports that a server binary is not installed.
+	ErrMissingProgram = errors.New("stack: program not installed")
+)
+
+// Config says where a stack lives and how it is set up. Zero values mean
+// the defaults documented on each field.
+type Config struct {
+	// Dir is the state directory (required); it is created if missing.
+	Dir string
+	// MySQLPort is MariaDB's TCP port; 0 picks a free loopback port.
+	MySQLPort int
+	// RedisPorts are the redis-server ports; [0] starts as the master and
+	// [1], [2] as its replicas. 0 picks a free port.
+	RedisPorts [3]int
+	// SentinelPorts are the redis-sentinel ports; 0 picks a free port.
+	SentinelPorts [3]int
+	// MasterName is the name the sentinels monitor; default "shortener".
+	MasterName string
+	// Quorum is the sentinels' quorum; default 2.
+	Quorum int
+	// DownAfter is the sentinels' down-after-milliseconds; default 1s.
+	DownAfter time.Duration
+	// FailoverTimeout is the sentinels' failover-timeout; default 3s, short
+	// so that chaos runs can fail over again soon after the last failover.
+	FailoverTimeout time.Duration
+	// Database is the MariaDB database to create; default "shortener".
+	Database string
+	// KillWithParent makes the kernel SIGKILL every server when the process
+	// that started it exits. Tests set it so a crashed or timed-out test
+	// binary leaves nothing running; the CLI leaves it off, because its
+	// servers must outlive "up".
+	KillWithParent bool
+	// Log receives progress messages; nil discards them.
+	Log *slog.Logger
+}
+
+// Stack is a set of running (or stopped) local servers sharing a state
+// directory. Its methods are safe for concurrent use.
+type Stack struct {
+	dir            string
+	st             state
+	log            *slog.Logger
+	killWithParent bool
+
+	procs     []*Proc // in start order: mysql, redis-1..3, sentinel-1..3
+	mysql     *Proc
+	redis     []*Proc
+	sentinels []*Proc
+
+	closeMu sync.Mutex // serialises Close
+}
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+
+// withDefaults validates cfg and fills in its defaults.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Dir == "" {
+		return cfg, fmt.Errorf("%w: Dir is required", ErrConfig)
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return cfg, fmt.Errorf("%w: dir %q: %v", ErrConfig, cfg.Dir, err)
+	}
+	cfg.Dir = dir
+	if cfg.MasterName == "" {
+		cfg.MasterName = "shortener"
+	}
+	if cfg.Quorum == 0 {
+		cfg.Quorum = 2
+	}
+	if cfg.DownAfter == 0 {
+		cfg.DownAfter = time.Second
+	}
+	if cfg.FailoverTimeout == 0 {
+		cfg.FailoverTimeout = 3 * time.Second
+	}
+	if cfg.Database == "" {
+		cfg.Database = "shortener"
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case !namePattern.MatchString(cfg.MasterName):
+		return cfg, fmt.Errorf("%w: master name %q: want letters, digits, _", ErrConfig, cfg.MasterName)
+	case !namePattern.MatchString(cfg.Database):
+		return cfg, fmt.Errorf("%w: database %q: want letters, digits, _", ErrConfig, cfg.Database)
+	case cfg.Quorum < 1 || cfg.Quorum > 3:
+		return cfg, fmt.Errorf("%w: quorum %d: want 1..3", ErrConfig, cfg.Quorum)
+	case cfg.DownAfter < time.Millisecond || cfg.FailoverTimeout < time.Millisecond:
+		return cfg, fmt.Errorf("%w: sentinel timeouts must be at least 1ms", ErrConfig)
+	}
+	return cfg, nil
+}
+
+// Start starts MariaDB, three redis-server nodes and three sentinels in
+// cfg.Dir and returns once all are ready: the database and users exist, both
+// replicas are linked to the master, and every sentinel knows the master,
+// both replicas and the other two sentinels. On error it stops whatever it
+// started.
+//
+// Start always sets up a fresh Redis topology (redis-1 master); only
+// MariaDB's data survives from an earlier stack in the same directory. It
+// returns ErrRunning if a server of an earlier stack there is still running.
+// Without a deadline on ctx, Start gives up after two minutes.
+func Start(ctx context.Context, cfg Config) (*Stack, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckPrograms(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := withDefaultTimeout(ctx, defaultStartTimeout)
+	defer cancel()
+
+	for _, sub := range []string{"logs", "pids"} {
+		if err := os.MkdirAll(filepath.Join(cfg.Dir, sub), 0o755); err != nil {
+			return nil, fmt.Errorf("start stack: %w", err)
+		}
+	}
+	// An earlier stack's servers would hold the data and maybe the ports;
+	// look at the pid files before picking ports or touching any file.
+	if old, err := readState(cfg.Dir); err == nil {
+		prev, err := newStack(cfg.Dir, old, cfg.Log, false)
+		if err == nil {
+			for _, p := range prev.procs {
+				if pid := p.Pid(); pid != 0 {
+					return nil, fmt.Errorf("start stack: %s (pid %d): %w; attach to it or stop it first", p.Name, pid, ErrRunning)
+				}
+			}
+		}
+	}
+
+	st, err := newState(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("start stack: %w", err)
+	}
+	// stack.json goes first, so that even a half-started stack can be
+	// attached to and stopped by a later process.
+	if err := writeState(cfg.Dir, st); err != nil {
+		return nil, fmt.Errorf("start stack: %w", err)
+	}
+	s, err := newStack(cfg.Dir, st, cfg.Log, cfg.KillWithParent)
+	if err != nil {
+		return nil, fmt.Errorf("start stack: %w", err)
+	}
+	begin := time.Now()
+	if err := s.start(ctx); err != nil {
+		if cerr := s.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+		return nil, fmt.Errorf("start stack: %w", err)
+	}
+	s.log.Info("stack ready", "dir", s.dir, "took", time.Since(begin).Round(time.Millisecond),
+		"mysql", s.mysql.Addr(), "sentinels", s.SentinelAddrs())
+	return s, nil
+}
+
+// start brings the servers up: MariaDB alongside Redis, because the two do
+// not depend on each other and MariaDB's start overlaps the sentinels'
+// discovery of each other.
+func (s *Stack) start(ctx context.Context) error {
+	var wg sync.WaitGroup
+	var mysqlErr error
+	wg.Go(func() { mysqlErr = s.mysql.start(ctx, true) })
+
+	redisErr := s.startRedis(ctx)
+	wg.Wait()
+	return errors.Join(mysqlErr, redisErr)
+}
+
+// startRedis starts the nodes, waits for both replicas to link, and only then
+// starts the sentinels: a sentinel learns of replicas from the master's INFO,
+// which it asks for at once and then only every ten seconds, so replicas that
+// link after its first look would be unknown to it for up to ten seconds.
+func (s *Stack) startRedis(ctx context.Context) error {
+	if err := launchAll(ctx, s.redis); err != nil {
+		return err
+	}
+	if err := s.waitReplicas(ctx, s.redis[0], s.redis[1:]); err != nil {
+		return err
+	}
+	if err := launchAll(ctx, s.sentinels); err != nil {
+		return err
+	}
+	return s.waitSentinels(ctx, s.redis[0])
+}
+
+// launchAll starts procs concurrently, fresh, and waits until each is ready.
+func launchAll(ctx context.Context, procs []*Proc) error {
+	errs := make([]error, len(procs))
+	var wg sync.WaitGroup
+	for i, p := range procs {
+		wg.Go(func() { errs[i] = p.start(ctx, true) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Attach re-opens the stack whose state is in dir, started earlier by this
+// or another process, so that its servers can be controlled and stopped.
+// It starts nothing: a server that is not running stays down until its
+// Restart.
+func Attach(dir string) (*Stack, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("attach %s: %w", dir, err)
+	}
+	st, err := readState(abs)
+	if err != nil {
+		return nil, fmt.Errorf("attach %s: %w", dir, err)
+	}
+	s, err := newStack(abs, st, slog.New(slog.DiscardHandler), false)
+	if err != nil {
+		return nil, fmt.Errorf("attach %s: %w", dir, err)
+	}
+	return s, nil
+}
+
+// newStack builds the Proc values for st; it starts nothing.
+func newStack(dir string, st state, log *slog.Logger, killWithParent bool) (*Stack, error) {
+	s := &Stack{dir: dir, st: st, log: log, killWithParent: killWithParent}
+	for _, ps := range st.Procs {
+		k, err := lookupKind(ps.Kind)
+		if err != nil {
+			return nil, fmt.Errorf("process %s: %w", ps.Name, err)
+		}
+		p := &Proc{Name: ps.Name, Kind: ps.Kind, Port: ps.Port, s: s, k: k}
+		s.procs = append(s.procs, p)
+		switch ps.Kind {
+		case KindMySQL:
+			s.mysql = p
+		case KindRedis:
+			s.redis = append(s.redis, p)
+		case KindSentinel:
+			s.sentinels = append(s.sentinels, p)
+		}
+	}
+	if s.mysql == nil || len(s.redis) != 3 || len(s.sentinels) != 3 {
+		return nil, fmt.Errorf("%w: stack.json lists %d processes, want mysql, 3 redis, 3 sentinels", ErrNoStack, len(s.procs))
+	}
+	return s, nil
+}
+
+// Close stops every server of the stack, highest tier first (sentinels before
+// the Redis nodes they would otherwise fail over, Redis before MariaDB). Each
+// gets SIGCONT (a frozen process would never act on SIGTERM), SIGTERM, a few
+// seconds to exit, then SIGKILL. It removes the pid files and is idempotent;
+// servers that are already down are skipped.
+func (s *Stack) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+
+	byTier := map[int][]*Proc{}
+	maxTier := 0
+	for _, p := range s.procs {
+		byTier[p.k.tier] = append(byTier[p.k.tier], p)
+		maxTier = max(maxTier, p.k.tier)
+	}
+	var errs []error
+	for tier := maxTier; tier >= 0; tier-- {
+		procs := byTier[tier]
+		tierErrs := make([]error, len(procs))
+		var wg sync.WaitGroup
+		for i, p := range procs {
+			wg.Go(func() { tierErrs[i] = p.close() })
+		}
+		wg.Wait()
+		errs = append(errs, tierErrs...)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close stack: %w", err)
+	}
+	return nil
+}
+
+// Dir returns the stack's state directory (absolute).
+func (s *Stack) Dir() string { return s.dir }
+
+// MySQLDSN returns a go-sql-driver/mysql DSN for the application user, who
+// has all privileges on the database.
+func (s *Stack) MySQLDSN() string {
+	return s.dsn(appUser, appPassword)
+}
+
+// MySQLReadOnlyDSN returns a DSN for a user who may only SELECT from the
+// database, so that ledger checks cannot change what they are checking.
+func (s *Stack) MySQLReadOnlyDSN() string {
+	return s.dsn(readOnlyUser, readOnlyPassword)
+}
+
+func (s *Stack) dsn(user, password string) string {
+	return fmt.Sprintf("%s:%s@tcp(%s)/%s?parseTime=true", user, password, s.mysql.Addr(), s.st.Database)
+}
+
+// SentinelAddrs returns the sentinels' host:port addresses.
+func (s *Stack) SentinelAddrs() []string {
+	addrs := make([]string, len(s.sentinels))
+	for i, p := range s.sentinels {
+		addrs[i] = p.Addr()
+	}
+	return addrs
+}
+
+// MasterName returns the name under which the sentinels monitor the master.
+func (s *Stack) MasterName() string { return s.st.MasterName }
+
+// MySQL returns the MariaDB process.
+func (s *Stack) MySQL() *Proc { return s.mysql }
+
+// Redis returns the redis-server processes in configured order; the first
+// was the master when the stack started.
+func (s *Stack) Redis() []*Proc { return append([]*Proc(nil), s.redis...) }
+
+// Sentinels returns the redis-sentinel processes.
+func (s *Stack) Sentinels() []*Proc { return append([]*Proc(nil), s.sentinels...) }
+
+// Procs returns every process in start order.
+func (s *Stack) Procs() []*Proc { return append([]*Proc(nil), s.procs...) }
+
+// Proc returns the process named name ("mysql", "redis-1", "sentinel-2", …).
+func (s *Stack) Proc(name string) (*Proc, error) {
+	for _, p := range s.procs {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownProc, name)
+}
+
+// withDefaultTimeout bounds ctx by d unless it already has a deadline.
+func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, d)
+}

@@ -1,0 +1,109 @@
+// Package stacktest starts a local stack (MariaDB, Redis, Sentinels) for
+// integration tests, one per test, and tears it down with the test.
+package stacktest
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"shortener/stack"
+)
+
+// startTimeout bounds a stack's start-up; it normally takes a few seconds,
+// most of it the sentinels finding each other.
+const startTimeout = 90 * time.Second
+
+// logTail is how many lines of each server's log a failed test prints.
+const logTail = 25
+
+// Start starts a stack in a temporary directory and stops it when the test
+// ends, printing the end of every server's log first if the test failed.
+//
+// Without the server binaries it skips the test, saying how to run it,
+// unless SHORTENER_INTEGRATION=1, where it fails: CI must not pass by
+// skipping.
+func Start(tb testing.TB) *stack.Stack {
+	tb.Helper()
+	RequirePrograms(tb)
+
+	w := &tbWriter{tb: tb}
+	// Registered before the stack's cleanup, so it runs after it: Close
+	// still logs, and nothing may log once the test has finished.
+	tb.Cleanup(w.close)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	dir := tb.TempDir()
+	s, err := stack.Start(ctx, stack.Config{
+		Dir:            dir,
+		KillWithParent: true,
+		Log:            slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	})
+	if err != nil {
+		// Start has stopped what it started; the logs tell why.
+		if a, aerr := stack.Attach(dir); aerr == nil {
+			logTails(tb, a)
+		}
+		tb.Fatalf("start stack in %s: %v", dir, err)
+	}
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			logTails(tb, s)
+		}
+		if err := s.Close(); err != nil {
+			tb.Errorf("close stack: %v", err)
+		}
+	})
+	return s
+}
+
+// RequirePrograms skips the test unless the servers a stack runs are
+// installed, saying how to get them; with SHORTENER_INTEGRATION=1 it fails
+// the test instead, because CI must not pass by skipping.
+func RequirePrograms(tb testing.TB) {
+	tb.Helper()
+	err := stack.CheckPrograms()
+	if err == nil {
+		return
+	}
+	const how = "integration test needs mariadbd, redis-server, redis-sentinel; " +
+		"install them (apt-get install mariadb-server redis-server redis-sentinel) or run `make test`"
+	if os.Getenv("SHORTENER_INTEGRATION") == "1" {
+		tb.Fatalf("%s: %v", how, err)
+	}
+	tb.Skipf("%s (%v)", how, err)
+}
+
+// logTails prints the end of each server's log to the test log.
+func logTails(tb testing.TB, s *stack.Stack) {
+	tb.Helper()
+	for _, p := range s.Procs() {
+		tb.Logf("--- %s: last lines of %s:\n%s", p, p.LogFile(), p.LogTail(logTail))
+	}
+}
+
+// tbWriter sends the stack's log lines to the test log until the test ends.
+type tbWriter struct {
+	mu     sync.Mutex
+	tb     testing.TB
+	closed bool
+}
+
+func (w *tbWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.closed {
+		w.tb.Log(strings.TrimSuffix(string(b), "\n"))
+	}
+	return len(b), nil
+}
+
+func (w *tbWriter) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+}

@@ -1,0 +1,190 @@
+package stack
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// state is what stack.json holds: everything a later process needs to find
+// and control the servers, and to restart one exactly as it was.
+type state struct {
+	MasterName        string      `json:"master_name"`
+	Quorum            int         `json:"quorum"`
+	DownAfterMS       int64       `json:"down_after_ms"`
+	FailoverTimeoutMS int64       `json:"failover_timeout_ms"`
+	Database          string      `json:"database"`
+	MySQLSocket       string      `json:"mysql_socket"`
+	Procs             []procState `json:"procs"`
+}
+
+type procState struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	Port int    `json:"port"`
+}
+
+const stateFile = "stack.json"
+
+// maxSocketPath keeps the unix socket path within sun_path (108 bytes with
+// the terminating NUL) with room to spare.
+const maxSocketPath = 100
+
+// newState turns a defaulted Config into a state, picking free ports.
+func newState(cfg Config) (state, error) {
+	st := state{
+		MasterName:        cfg.MasterName,
+		Quorum:            cfg.Quorum,
+		DownAfterMS:       cfg.DownAfter.Milliseconds(),
+		FailoverTimeoutMS: cfg.FailoverTimeout.Milliseconds(),
+		Database:          cfg.Database,
+		MySQLSocket:       socketPath(cfg.Dir),
+	}
+	want := []int{cfg.MySQLPort}
+	want = append(want, cfg.RedisPorts[:]...)
+	want = append(want, cfg.SentinelPorts[:]...)
+	ports, err := pickPorts(want)
+	if err != nil {
+		return st, err
+	}
+	st.Procs = append(st.Procs, procState{Name: "mysql", Kind: KindMySQL, Port: ports[0]})
+	for i := range 3 {
+		st.Procs = append(st.Procs, procState{Name: fmt.Sprintf("redis-%d", i+1), Kind: KindRedis, Port: ports[1+i]})
+	}
+	for i := range 3 {
+		st.Procs = append(st.Procs, procState{Name: fmt.Sprintf("sentinel-%d", i+1), Kind: KindSentinel, Port: ports[4+i]})
+	}
+	return st, nil
+}
+
+// socketPath puts MariaDB's socket in the state directory when the path
+// fits in a sockaddr_un, and otherwise under /tmp with a name derived from
+// the directory, so that the same directory always gets the same socket.
+func socketPath(dir string) string {
+	p := filepath.Join(dir, "mysql.sock")
+	if len(p) <= maxSocketPath {
+		return p
+	}
+	h := fnv.New64a()
+	h.Write([]byte(dir))
+	name := fmt.Sprintf("stack-%x.sock", h.Sum64())
+	if p := filepath.Join(os.TempDir(), name); len(p) <= maxSocketPath {
+		return p
+	}
+	return filepath.Join("/tmp", name)
+}
+
+// pickPorts returns want with every 0 replaced by a distinct free loopback
+// port. Ports come from below the kernel's ephemeral range: a port picked
+// from inside it could be handed to an outgoing connection (a replica's link
+// to its master, say) before the server meant to listen on it has started.
+func pickPorts(want []int) ([]int, error) {
+	lo, hi := 15000, ephemeralLow()
+	taken := map[int]bool{}
+	for _, p := range want {
+		if p != 0 {
+			taken[p] = true
+		}
+	}
+	out := make([]int, len(want))
+	for i, p := range want {
+		if p != 0 {
+			out[i] = p
+			continue
+		}
+		for try := 0; ; try++ {
+			if try == 1000 {
+				return nil, fmt.Errorf("pick port: no free port in %d..%d", lo, hi-1)
+			}
+			c := lo + rand.IntN(hi-lo)
+			if taken[c] || !portFree(c) {
+				continue
+			}
+			taken[c] = true
+			out[i] = c
+			break
+		}
+	}
+	return out, nil
+}
+
+// ephemeralLow returns the first port of the kernel's ephemeral range.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 16000 {
+				return n
+			}
+		}
+	}
+	return 32768
+}
+
+// portFree reports whether a listener could bind 127.0.0.1:port now.
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+// writeState writes stack.json atomically, so a concurrent Attach never reads
+// half a file.
+func writeState(dir string, st state) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write state: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(dir, stateFile), append(b, '\n')); err != nil {
+		return fmt.Errorf("write state: %w", err)
+	}
+	return nil
+}
+
+func readState(dir string) (state, error) {
+	var st state
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return st, fmt.Errorf("%w: %s not found", ErrNoStack, stateFile)
+	}
+	if err != nil {
+		return st, fmt.Errorf("read state: %w", err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		return st, fmt.Errorf("read state: %w: %v", ErrNoStack, err)
+	}
+	return st, nil
+}
+
+// writeFileAtomic replaces path with data via a temporary file and rename.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
