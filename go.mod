@@ -7,9 +7,11 @@ require (
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/go-sql-driver/mysql v1.10.2
 	github.com/labstack/echo/v4 v4.16.5
+	github.com/maypok86/otter/v2 v2.4.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
 	golang.org/x/net v0.60.0
+	golang.org/x/sync v0.25.0
 )
 
 require (

@@ -1,6 +1,7 @@
-// Package cache owns the redirect lookup path: Redis through a Sentinel
-// failover client, guarded by a circuit breaker, in front of the origin
-// (MySQL, the source of truth).
+// Package cache owns the redirect lookup path: an in-process L1, then
+// Redis through Sentinel (replicas for reads, the master for writes), each
+// route behind its own circuit breaker, then the origin (MySQL, the source
+// of truth), with one origin query per code at a time.
 //
 // The rules come from field reports on Redis outages:
 //   - Every Redis call carries its own short deadline and go-redis honours
@@ -8,10 +9,16 @@
 //     wrapper alone cannot unblock a read on a frozen master's socket.
 //   - go-redis does not retry: one lookup pays at most one deadline.
 //   - A miss (redis.Nil) is an answer, not a failure.
-//   - While the breaker is open or half-open, lookups go straight to the
-//     origin and cache fills are skipped, so a sick Redis costs nothing.
-//   - The breaker's trial calls in half-open bring lookups back to Redis as
-//     soon as the new master answers.
+//   - While a breaker is open or half-open, its route is skipped: lookups
+//     go straight to the origin and fills are dropped.
+//   - Sentinel's own events move the breakers early (a new master closes
+//     them, a master seen down opens the write breaker), but the breakers
+//     stay the final judge: a wrong or missing event costs latency, never
+//     a failed lookup, because every Redis failure falls back to MySQL.
+//   - A delete is committed with an invalidation record in MySQL; the
+//     record is replayed to Redis until it lands, and codes with a pending
+//     invalidation bypass Redis, so a deleted link never comes back from a
+//     stale Redis entry.
 package cache
 
 import (
@@ -21,21 +28,28 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/failsafe-go/failsafe-go/circuitbreaker"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
 
 	"shortener/store"
 )
 
-// Origin answers lookups that Redis cannot: the source of truth.
+// Origin answers lookups that the caches cannot: the source of truth.
 type Origin interface {
 	Link(ctx context.Context, code string) (store.Link, error)
 }
 
-// Config tunes the Redis client and the breaker.
+// Outbox holds invalidations that must reach Redis.
+type Outbox interface {
+	PendingInvalidations(ctx context.Context, limit int) ([]store.Invalidation, error)
+	DoneInvalidations(ctx context.Context, codes []string, before time.Time) error
+}
+
+// Config tunes the caches, the Redis clients and the breakers.
 type Config struct {
 	MasterName    string
 	SentinelAddrs []string
@@ -43,19 +57,32 @@ type Config struct {
 
 	// Timeout is the deadline of each Redis call, dial included. Keep it
 	// in tens of milliseconds: it is the most a lookup pays for a frozen
-	// master before the breaker opens.
+	// node before the breaker opens.
 	Timeout  time.Duration
 	PoolSize int
 	// TTL is how long a link stays in Redis (capped by its expiry).
 	TTL time.Duration
 
-	// The breaker opens when BreakerFailures of the last BreakerWindow
-	// calls failed, stays open for BreakerDelay, then lets
-	// BreakerSuccesses trial calls through; all must succeed to close.
+	// L1Size bounds the in-process cache (entries); L1TTL is how long a
+	// link stays there, L1NegativeTTL how long "no such code" does.
+	L1Size        int
+	L1TTL         time.Duration
+	L1NegativeTTL time.Duration
+
+	// The breakers open when BreakerFailures of the last BreakerWindow
+	// calls failed, stay open for BreakerDelay, then let BreakerSuccesses
+	// trial calls through; all must succeed to close.
 	BreakerFailures  uint
 	BreakerWindow    uint
 	BreakerDelay     time.Duration
 	BreakerSuccesses uint
+
+	// ReplayInterval is how often pending invalidations are read from
+	// MySQL and sent to Redis; InvalidationGrace is how long each stays
+	// pending after it was recorded, so it is sent more than once and
+	// beats a concurrent fill that read the link just before the delete.
+	ReplayInterval    time.Duration
+	InvalidationGrace time.Duration
 }
 
 func (c *Config) defaults() {
@@ -67,6 +94,15 @@ func (c *Config) defaults() {
 	}
 	if c.TTL <= 0 {
 		c.TTL = 24 * time.Hour
+	}
+	if c.L1Size <= 0 {
+		c.L1Size = 100_000
+	}
+	if c.L1TTL <= 0 {
+		c.L1TTL = 5 * time.Second
+	}
+	if c.L1NegativeTTL <= 0 {
+		c.L1NegativeTTL = time.Second
 	}
 	if c.BreakerFailures == 0 {
 		c.BreakerFailures = 5
@@ -80,23 +116,33 @@ func (c *Config) defaults() {
 	if c.BreakerSuccesses == 0 {
 		c.BreakerSuccesses = 3
 	}
+	if c.ReplayInterval <= 0 {
+		c.ReplayInterval = 500 * time.Millisecond
+	}
+	if c.InvalidationGrace <= 0 {
+		c.InvalidationGrace = 3 * time.Second
+	}
 }
 
-// Cache resolves codes to links. It is safe for concurrent use.
+// Cache resolves codes to links. It is safe for concurrent use; Run must
+// be running for invalidations and Sentinel events to be handled.
 type Cache struct {
-	rdb     *redis.Client
+	cfg     Config
+	l1      *l1
+	read    *node // replicas
+	write   *node // master
 	origin  Origin
-	breaker circuitbreaker.CircuitBreaker[any]
-	timeout time.Duration
-	ttl     time.Duration
+	outbox  Outbox
+	flight  singleflight.Group
+	pending pendingSet
 	log     *slog.Logger
 	m       *metrics
 	now     func() time.Time
 }
 
-// New connects lazily to the Sentinel group in cfg and returns a Cache in
-// front of origin. Metrics are registered on reg.
-func New(cfg Config, origin Origin, log *slog.Logger, reg prometheus.Registerer) (*Cache, error) {
+// New returns a Cache in front of origin; Redis is connected lazily.
+// Metrics are registered on reg.
+func New(cfg Config, origin Origin, outbox Outbox, log *slog.Logger, reg prometheus.Registerer) (*Cache, error) {
 	cfg.defaults()
 	if cfg.MasterName == "" || len(cfg.SentinelAddrs) == 0 {
 		return nil, errors.New("new cache: master name and sentinel addresses are required")
@@ -105,82 +151,87 @@ func New(cfg Config, origin Origin, log *slog.Logger, reg prometheus.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("new cache: register metrics: %w", err)
 	}
-	rdb := redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName:    cfg.MasterName,
-		SentinelAddrs: cfg.SentinelAddrs,
-		Password:      cfg.Password,
-		// One deadline per call, enforced on the socket.
-		ContextTimeoutEnabled: true,
-		DialTimeout:           cfg.Timeout,
-		ReadTimeout:           cfg.Timeout,
-		WriteTimeout:          cfg.Timeout,
-		PoolTimeout:           cfg.Timeout,
-		// No retries: a retry would make one lookup wait several deadlines.
-		MaxRetries:    -1,
-		DialerRetries: 1,
-		PoolSize:      cfg.PoolSize,
-		MinIdleConns:  2,
-	})
 	c := &Cache{
-		rdb:     rdb,
-		origin:  origin,
-		timeout: cfg.Timeout,
-		ttl:     cfg.TTL,
-		log:     log,
-		m:       m,
-		now:     time.Now,
+		cfg:    cfg,
+		origin: origin,
+		outbox: outbox,
+		log:    log,
+		m:      m,
+		now:    time.Now,
 	}
-	c.breaker = circuitbreaker.NewBuilder[any]().
-		WithFailureThresholdRatio(cfg.BreakerFailures, cfg.BreakerWindow).
-		WithDelay(cfg.BreakerDelay).
-		WithSuccessThreshold(cfg.BreakerSuccesses).
-		OnStateChanged(c.onStateChanged).
-		Build()
+	c.l1 = newL1(cfg.L1Size, cfg.L1TTL, cfg.L1NegativeTTL, func() time.Time { return c.now() })
+	c.read = newNode(breakerRead, cfg, true, m, log)
+	c.write = newNode(breakerWrite, cfg, false, m, log)
 	return c, nil
 }
 
-// Close closes the Redis client.
-func (c *Cache) Close() error { return c.rdb.Close() }
+// Close closes the Redis clients.
+func (c *Cache) Close() error {
+	return errors.Join(c.read.rdb.Close(), c.write.rdb.Close())
+}
 
-// BreakerState names the breaker's state: closed, open or half-open.
-func (c *Cache) BreakerState() string { return c.breaker.State().String() }
+// BreakerStates names the state of each breaker: closed, open or
+// half-open.
+func (c *Cache) BreakerStates() (read, write string) { return c.read.state(), c.write.state() }
 
-func (c *Cache) onStateChanged(e circuitbreaker.StateChangedEvent) {
-	c.m.transitions.WithLabelValues(e.OldState.String(), e.NewState.String()).Inc()
-	c.m.state.Set(float64(e.NewState))
-	level := slog.LevelWarn
-	if e.NewState == circuitbreaker.ClosedState {
-		level = slog.LevelInfo
+// Run handles what arrives from outside a lookup until ctx ends: Sentinel
+// events, invalidation messages from other instances, and the replay of
+// pending invalidations.
+func (c *Cache) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, fn := range []func(context.Context){c.watchSentinels, c.subscribe, c.replay} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(ctx)
+		}()
 	}
-	c.log.Log(context.Background(), level, "redis breaker state changed",
-		"from", e.OldState.String(), "to", e.NewState.String(),
-		"failures", e.Metrics().Failures(), "executions", e.Metrics().Executions())
+	wg.Wait()
+	return nil
 }
 
 // key is the Redis key of a code.
 func key(code string) string { return "link:" + code }
 
-// Resolve returns the link for code: from Redis when it can, else from the
-// origin, filling Redis on the way back after a clean miss while the
-// breaker is closed. Errors are the origin's (store.ErrNotFound,
-// store.ErrUnavailable).
+// Resolve returns the link for code, which may be expired or deleted (the
+// caller decides what Gone means). It tries L1, then a Redis replica, then
+// MySQL, and fills the faster tiers on the way back. Errors are the
+// origin's: store.ErrNotFound, store.ErrUnavailable.
 func (c *Cache) Resolve(ctx context.Context, code string) (store.Link, error) {
-	l, res := c.fromRedis(ctx, code)
-	if res == resultHit {
-		return l, nil
+	c.m.lookups.Inc()
+	if e, ok := c.l1.get(code); ok {
+		if !e.found {
+			c.m.l1.WithLabelValues("negative_hit").Inc()
+			return store.Link{}, fmt.Errorf("get link %s: %w", code, store.ErrNotFound)
+		}
+		c.m.l1.WithLabelValues("hit").Inc()
+		return e.link, nil
 	}
-	l, err := c.origin.Link(ctx, code)
+	c.m.l1.WithLabelValues("miss").Inc()
+
+	res := resultSkipped
+	if !c.pending.has(code) {
+		var l store.Link
+		l, res = c.fromRedis(ctx, code)
+		if res == resultHit {
+			c.l1.put(l)
+			return l, nil
+		}
+	} else {
+		c.m.redis.WithLabelValues(roleReplica, resultSkipped).Inc()
+	}
+
+	l, err := c.fromOrigin(ctx, code)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		c.m.origin.WithLabelValues("not_found").Inc()
+		c.l1.putMissing(code)
 		return store.Link{}, err
 	case err != nil:
-		c.m.origin.WithLabelValues("error").Inc()
 		return store.Link{}, err
 	}
-	c.m.origin.WithLabelValues("found").Inc()
-	// Fill only after a clean miss: after an error Redis is likely sick,
-	// and a second call would let one lookup wait two deadlines.
+	c.l1.put(l)
+	// Fill Redis only after a clean miss: after an error Redis is likely
+	// sick, and a second call would let one lookup wait two deadlines.
 	if res == resultMiss {
 		c.Add(ctx, l)
 	}
@@ -195,20 +246,19 @@ const (
 	resultSkipped = "skipped"
 )
 
-// fromRedis looks code up in Redis and says how it went: a hit, a miss,
-// an error, or skipped because the breaker holds Redis back.
+// fromRedis looks code up on a replica and says how it went.
 func (c *Cache) fromRedis(ctx context.Context, code string) (store.Link, string) {
-	l, res := c.lookup(ctx, code)
-	c.m.redis.WithLabelValues(res).Inc()
+	l, res := c.lookupRedis(ctx, code)
+	c.m.redis.WithLabelValues(roleReplica, res).Inc()
 	return l, res
 }
 
-func (c *Cache) lookup(ctx context.Context, code string) (store.Link, string) {
-	if !c.breaker.TryAcquirePermit() {
+func (c *Cache) lookupRedis(ctx context.Context, code string) (store.Link, string) {
+	if !c.read.allow() {
 		return store.Link{}, resultSkipped
 	}
-	val, err := c.call(ctx, func(ctx context.Context) (string, error) {
-		return c.rdb.Get(ctx, key(code)).Result()
+	val, err := run(ctx, c.read, func(ctx context.Context, r *redis.Client) (string, error) {
+		return r.Get(ctx, key(code)).Result()
 	})
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -227,48 +277,59 @@ func (c *Cache) lookup(ctx context.Context, code string) (store.Link, string) {
 	return l, resultHit
 }
 
-// Add writes l into Redis, best effort: only while the breaker is closed,
-// since a fill to a master being replaced is wasted or, worse, slow.
-func (c *Cache) Add(ctx context.Context, l store.Link) {
-	if l.Gone(c.now()) {
-		return
-	}
-	ttl := c.ttl
-	if !l.ExpiresAt.IsZero() {
-		until := l.ExpiresAt.Sub(c.now())
-		if until <= 0 {
-			return
+// fromOrigin asks MySQL, sharing one query among concurrent lookups of the
+// same code. The query runs detached from any one caller's cancellation,
+// under the store's own deadline, so one impatient client cannot fail the
+// others waiting on it.
+func (c *Cache) fromOrigin(ctx context.Context, code string) (store.Link, error) {
+	v, err, shared := c.flight.Do(code, func() (any, error) {
+		l, err := c.origin.Link(context.WithoutCancel(ctx), code)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			c.m.origin.WithLabelValues("not_found").Inc()
+		case err != nil:
+			c.m.origin.WithLabelValues("error").Inc()
+		default:
+			c.m.origin.WithLabelValues("found").Inc()
 		}
-		ttl = min(ttl, until)
+		return l, err
+	})
+	if shared {
+		c.m.shared.Inc()
 	}
-	if !c.breaker.IsClosed() || !c.breaker.TryAcquirePermit() {
+	if err != nil {
+		return store.Link{}, err
+	}
+	return v.(store.Link), nil
+}
+
+// Add writes l into Redis and L1, best effort. Redis is written only while
+// the write breaker is closed, since a fill to a master being replaced is
+// wasted or, worse, slow, and never for a link that is gone or has an
+// invalidation pending.
+func (c *Cache) Add(ctx context.Context, l store.Link) {
+	now := c.now()
+	if l.Gone(now) || c.pending.has(l.Code) {
 		c.m.fills.WithLabelValues("skipped").Inc()
 		return
 	}
-	_, err := c.call(ctx, func(ctx context.Context) (string, error) {
-		return c.rdb.Set(ctx, key(l.Code), encode(l), ttl).Result()
-	})
-	if err != nil {
-		c.m.fills.WithLabelValues("error").Inc()
-		c.log.Debug("redis fill failed", "code", l.Code, "err", err)
+	ttl := c.cfg.TTL
+	if !l.ExpiresAt.IsZero() {
+		ttl = min(ttl, l.ExpiresAt.Sub(now))
+	}
+	if c.write.breaker.IsClosed() && c.write.allow() {
+		_, err := run(ctx, c.write, func(ctx context.Context, r *redis.Client) (string, error) {
+			return r.Set(ctx, key(l.Code), encode(l), ttl).Result()
+		})
+		if err != nil {
+			c.m.fills.WithLabelValues("error").Inc()
+			c.log.Debug("redis fill failed", "code", l.Code, "err", err)
+			return
+		}
+		c.m.fills.WithLabelValues("ok").Inc()
 		return
 	}
-	c.m.fills.WithLabelValues("ok").Inc()
-}
-
-// call runs one Redis command under its own deadline and records the
-// outcome in the breaker. The deadline is detached from the caller's
-// cancellation: a client that hangs up must not count against Redis.
-func (c *Cache) call(ctx context.Context, fn func(context.Context) (string, error)) (string, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
-	defer cancel()
-	val, err := fn(ctx)
-	if err == nil || errors.Is(err, redis.Nil) {
-		c.breaker.RecordSuccess()
-	} else {
-		c.breaker.RecordFailure()
-	}
-	return val, err
+	c.m.fills.WithLabelValues("skipped").Inc()
 }
 
 // encode writes a link as "v1 <redirect> <expires unix ms> <url>": the

@@ -3,53 +3,90 @@ package cache
 import "github.com/prometheus/client_golang/prometheus"
 
 // metrics counts what each tier of the lookup path did. They are the
-// evidence the chaos runs and tests read: "lookups went back to Redis" is
-// a counter moving, not a sleep.
+// evidence the chaos runs and tests read: "lookups went back to Redis" is a
+// counter moving, not a sleep.
 type metrics struct {
-	redis       *prometheus.CounterVec // result: hit, miss, error, skipped
-	origin      *prometheus.CounterVec // result: found, not_found, error
+	lookups     prometheus.Counter
+	l1          *prometheus.CounterVec // result: hit, negative_hit, miss
+	redis       *prometheus.CounterVec // role, result: hit, miss, error, skipped
 	fills       *prometheus.CounterVec // result: ok, error, skipped
-	transitions *prometheus.CounterVec // from, to
-	state       prometheus.Gauge       // 0 closed, 1 open, 2 half-open
+	origin      *prometheus.CounterVec // result: found, not_found, error (one per query)
+	shared      prometheus.Counter
+	transitions *prometheus.CounterVec // breaker, from, to
+	state       *prometheus.GaugeVec   // breaker
+	events      *prometheus.CounterVec // event
+	pending     prometheus.Gauge
+	invalidated *prometheus.CounterVec // result: sent, error
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
+		lookups: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shortener_lookups_total",
+			Help: "Redirect lookups (Resolve calls).",
+		}),
+		l1: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shortener_l1_lookups_total",
+			Help: "In-process cache lookups by result: hit, negative_hit (known missing code), miss.",
+		}, []string{"result"}),
 		redis: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shortener_redis_lookups_total",
-			Help: "Redis lookups by result: hit, miss, error, or skipped because the breaker was not closed.",
-		}, []string{"result"}),
-		origin: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shortener_mysql_lookups_total",
-			Help: "Lookups that reached MySQL, by result.",
-		}, []string{"result"}),
+			Help: "Redis lookups by node role and result: hit, miss, error, or skipped (breaker not closed, or invalidation pending).",
+		}, []string{"role", "result"}),
 		fills: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shortener_redis_fills_total",
-			Help: "Writes of a link into Redis after a miss or a create, by result.",
+			Help: "Writes of a link into Redis (master) after a miss or a create, by result.",
 		}, []string{"result"}),
+		origin: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shortener_mysql_queries_total",
+			Help: "Link queries sent to MySQL by the lookup path, by result; concurrent lookups of one code share one query.",
+		}, []string{"result"}),
+		shared: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shortener_mysql_shared_lookups_total",
+			Help: "Lookups that shared another lookup's MySQL query (singleflight).",
+		}),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shortener_breaker_transitions_total",
-			Help: "Redis circuit breaker state changes.",
-		}, []string{"from", "to"}),
-		state: prometheus.NewGauge(prometheus.GaugeOpts{
+			Help: "Circuit breaker state changes; breaker is read (replicas) or write (master).",
+		}, []string{"breaker", "from", "to"}),
+		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "shortener_breaker_state",
-			Help: "Redis circuit breaker state: 0 closed, 1 open, 2 half-open.",
+			Help: "Circuit breaker state: 0 closed, 1 open, 2 half-open.",
+		}, []string{"breaker"}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shortener_sentinel_events_total",
+			Help: "Sentinel events acted on: switch_master, odown.",
+		}, []string{"event"}),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shortener_invalidations_pending",
+			Help: "Cache invalidations recorded in MySQL and not yet confirmed in Redis.",
 		}),
+		invalidated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shortener_invalidations_total",
+			Help: "Batches of invalidations sent to Redis (DEL + PUBLISH), by result.",
+		}, []string{"result"}),
 	}
-	for _, c := range []prometheus.Collector{m.redis, m.origin, m.fills, m.transitions, m.state} {
+	for _, c := range []prometheus.Collector{m.lookups, m.l1, m.redis, m.fills, m.origin, m.shared,
+		m.transitions, m.state, m.events, m.pending, m.invalidated} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	// Start every series at zero so a scrape shows them before they move.
-	for _, r := range []string{"hit", "miss", "error", "skipped"} {
-		m.redis.WithLabelValues(r)
+	for _, r := range []string{"hit", "negative_hit", "miss"} {
+		m.l1.WithLabelValues(r)
+	}
+	for _, r := range []string{resultHit, resultMiss, resultError, resultSkipped} {
+		m.redis.WithLabelValues(roleReplica, r)
+	}
+	for _, r := range []string{"ok", "error", "skipped"} {
+		m.fills.WithLabelValues(r)
 	}
 	for _, r := range []string{"found", "not_found", "error"} {
 		m.origin.WithLabelValues(r)
 	}
-	for _, r := range []string{"ok", "error", "skipped"} {
-		m.fills.WithLabelValues(r)
+	for _, b := range []string{breakerRead, breakerWrite} {
+		m.state.WithLabelValues(b)
 	}
 	return m, nil
 }

@@ -17,6 +17,7 @@ const (
 	CodeInvalidJSON      = "invalid_json"
 	CodeInvalidRequest   = "invalid_request"
 	CodeTooLarge         = "request_too_large"
+	CodeUnauthorized     = "unauthorized"
 	CodeNotFound         = "not_found"
 	CodeGone             = "gone"
 	CodeMethodNotAllowed = "method_not_allowed"

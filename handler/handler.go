@@ -26,6 +26,15 @@ type Resolver interface {
 type Links interface {
 	Create(ctx context.Context, l store.Link) error
 	Link(ctx context.Context, code string) (store.Link, error)
+	// Delete marks the link deleted and durably records that caches must
+	// forget it, in one commit.
+	Delete(ctx context.Context, code string, now time.Time) error
+}
+
+// Invalidator makes every cache tier forget a code after its delete was
+// committed.
+type Invalidator interface {
+	Invalidate(ctx context.Context, code string)
 }
 
 // Warmer puts a freshly created link into the cache, best effort.
@@ -48,18 +57,22 @@ type Config struct {
 	BaseURL  string // prefix of short URLs, e.g. "http://127.0.0.1:8080"
 	Instance string // name sent in X-Served-By, e.g. "app1"
 	MaxBody  int64  // request body limit in bytes
+	// APIKey authorises management calls (DELETE) sent with X-Api-Key.
+	// Empty: management calls are refused.
+	APIKey string
 }
 
 // Deps are the collaborators the handler calls.
 type Deps struct {
-	Resolver Resolver
-	Links    Links
-	Warmer   Warmer
-	IDs      IDs
-	Ready    Pinger       // readiness: can the instance serve?
-	Metrics  http.Handler // GET /metrics; nil: not served
-	Log      *slog.Logger
-	Now      func() time.Time
+	Resolver    Resolver
+	Links       Links
+	Warmer      Warmer
+	Invalidator Invalidator
+	IDs         IDs
+	Ready       Pinger       // readiness: can the instance serve?
+	Metrics     http.Handler // GET /metrics; nil: not served
+	Log         *slog.Logger
+	Now         func() time.Time
 }
 
 // Handler serves the shortener's HTTP API.
@@ -98,6 +111,7 @@ func New(cfg Config, d Deps) *Handler {
 	api := e.Group("/api/v1")
 	api.POST("/links", h.create)
 	api.GET("/links/:code", h.show)
+	api.DELETE("/links/:code", h.remove, h.requireKey)
 	e.GET("/:code", h.redirect)
 	e.HEAD("/:code", h.redirect)
 	h.e = e

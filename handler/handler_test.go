@@ -60,6 +60,26 @@ func (f *fakeLinks) Link(_ context.Context, code string) (store.Link, error) {
 	return l, nil
 }
 
+func (f *fakeLinks) Delete(_ context.Context, code string, now time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	l, ok := f.links[code]
+	if !ok || !l.DeletedAt.IsZero() {
+		return store.ErrNotFound
+	}
+	l.DeletedAt = now
+	f.links[code] = l
+	return nil
+}
+
+// fakeInvalidator records the codes it was told to forget.
+type fakeInvalidator struct{ codes []string }
+
+func (f *fakeInvalidator) Invalidate(_ context.Context, code string) { f.codes = append(f.codes, code) }
+
 func (f *fakeLinks) Resolve(ctx context.Context, code string) (store.Link, error) {
 	return f.Link(ctx, code)
 }
@@ -73,14 +93,21 @@ func (s *seqIDs) Next() (int64, string) { s.n++; return s.n, fmt.Sprintf("c%d", 
 var now = time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 
 func newTestHandler(f *fakeLinks) *Handler {
-	return New(Config{BaseURL: "http://sho.rt", Instance: "app9"}, Deps{
-		Resolver: f, Links: f, IDs: &seqIDs{}, Ready: f,
+	return newTestHandlerInv(f, nil)
+}
+
+func newTestHandlerInv(f *fakeLinks, inv Invalidator) *Handler {
+	return New(Config{BaseURL: "http://sho.rt", Instance: "app9", APIKey: "k3y"}, Deps{
+		Resolver: f, Links: f, IDs: &seqIDs{}, Ready: f, Invalidator: inv,
 		Log: discardLogger(), Now: func() time.Time { return now },
 	})
 }
 
-func do(h http.Handler, method, path, body string) *httptest.ResponseRecorder {
+func do(h http.Handler, method, path, body string, header ...string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -246,5 +273,48 @@ func TestMethodAndRoute(t *testing.T) {
 	}
 	if rec := do(h, "GET", "/a/b/c", ""); rec.Code != 404 || errCode(t, rec) != CodeNotFound {
 		t.Errorf("GET /a/b/c: got %d %s, want 404", rec.Code, rec.Body)
+	}
+}
+
+func TestDelete(t *testing.T) {
+	f := newFakeLinks()
+	f.links["abc"] = store.Link{Code: "abc", URL: "https://a.example/", Redirect: 302}
+	inv := &fakeInvalidator{}
+	h := newTestHandlerInv(f, inv)
+	for _, tt := range []struct {
+		name   string
+		header []string
+		status int
+		code   string
+	}{
+		{"no key", nil, 401, CodeUnauthorized},
+		{"wrong key", []string{"X-Api-Key", "nope"}, 401, CodeUnauthorized},
+		{"prefix of key", []string{"X-Api-Key", "k3"}, 401, CodeUnauthorized},
+	} {
+		rec := do(h, "DELETE", "/api/v1/links/abc", "", tt.header...)
+		if rec.Code != tt.status || errCode(t, rec) != tt.code {
+			t.Errorf("%s: got %d %s, want %d %s", tt.name, rec.Code, rec.Body, tt.status, tt.code)
+		}
+	}
+	if !f.links["abc"].DeletedAt.IsZero() || len(inv.codes) != 0 {
+		t.Fatal("an unauthorised DELETE changed something")
+	}
+	if rec := do(h, "DELETE", "/api/v1/links/abc", "", "X-Api-Key", "k3y"); rec.Code != 204 {
+		t.Fatalf("DELETE with key: got %d %s, want 204", rec.Code, rec.Body)
+	}
+	if len(inv.codes) != 1 || inv.codes[0] != "abc" {
+		t.Errorf("invalidated %v, want [abc]", inv.codes)
+	}
+	if rec := do(h, "GET", "/abc", ""); rec.Code != 410 {
+		t.Errorf("GET deleted link: got %d, want 410", rec.Code)
+	}
+	if rec := do(h, "DELETE", "/api/v1/links/abc", "", "X-Api-Key", "k3y"); rec.Code != 404 {
+		t.Errorf("second DELETE: got %d, want 404", rec.Code)
+	}
+	if rec := do(h, "DELETE", "/api/v1/links/zzz", "", "X-Api-Key", "k3y"); rec.Code != 404 {
+		t.Errorf("DELETE unknown: got %d, want 404", rec.Code)
+	}
+	if len(inv.codes) != 1 {
+		t.Errorf("failed deletes invalidated %v, want nothing more", inv.codes[1:])
 	}
 }

@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,4 +121,33 @@ func (h *Handler) show(c echo.Context) error {
 		return errGone
 	}
 	return c.JSON(http.StatusOK, h.response(l))
+}
+
+// requireKey admits management calls that carry the configured API key in
+// X-Api-Key, compared in constant time.
+func (h *Handler) requireKey(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		got := c.Request().Header.Get("X-Api-Key")
+		if h.cfg.APIKey == "" || subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.APIKey)) != 1 {
+			return &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "a valid X-Api-Key header is required"}
+		}
+		return next(c)
+	}
+}
+
+// remove answers DELETE /api/v1/links/{code}: 204 once the delete and its
+// invalidation record are committed in MySQL. The caches are then told at
+// once; if Redis cannot hear it now, the record is replayed later.
+func (h *Handler) remove(c echo.Context) error {
+	code := c.Param("code")
+	if !plausibleCode(code) {
+		return store.ErrNotFound
+	}
+	if err := h.d.Links.Delete(c.Request().Context(), code, h.d.Now()); err != nil {
+		return err
+	}
+	if h.d.Invalidator != nil {
+		h.d.Invalidator.Invalidate(c.Request().Context(), code)
+	}
+	return c.NoContent(http.StatusNoContent)
 }

@@ -41,6 +41,11 @@ type Config struct {
 	BreakerFailures uint
 	BreakerWindow   uint
 	BreakerDelay    time.Duration
+
+	L1Size        int
+	L1TTL         time.Duration
+	L1NegativeTTL time.Duration
+	APIKey        string
 }
 
 // envFlags binds flags whose defaults come from environment variables and
@@ -117,6 +122,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.int(&window, "breaker-window", "SHORTENER_BREAKER_WINDOW", 10, "recent Redis calls the failures are counted over")
 	e.dur(&c.BreakerDelay, "breaker-delay", "SHORTENER_BREAKER_DELAY", time.Second, "how long the breaker stays open before trial calls")
 
+	e.int(&c.L1Size, "l1-size", "SHORTENER_L1_SIZE", 100_000, "in-process cache size (entries)")
+	e.dur(&c.L1TTL, "l1-ttl", "SHORTENER_L1_TTL", 5*time.Second, "how long a link stays in the in-process cache")
+	e.dur(&c.L1NegativeTTL, "l1-negative-ttl", "SHORTENER_L1_NEGATIVE_TTL", time.Second, "how long an unknown code is remembered as unknown")
+	e.str(&c.APIKey, "api-key", "SHORTENER_API_KEY", "", "key that authorises management calls (X-Api-Key); empty disables them")
+
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -147,7 +157,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"redis timeout", c.RedisTimeout}, {"mysql timeout", c.MySQLTimeout}, {"breaker delay", c.BreakerDelay}} {
+	}{{"redis timeout", c.RedisTimeout}, {"mysql timeout", c.MySQLTimeout}, {"breaker delay", c.BreakerDelay},
+		{"l1 ttl", c.L1TTL}, {"l1 negative ttl", c.L1NegativeTTL}} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.v))
 		}
@@ -179,7 +190,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("mysql_dsn", store.RedactDSN(c.MySQLDSN)),
 		slog.Int("mysql_max_open", c.MySQLMaxOpen), slog.Duration("mysql_timeout", c.MySQLTimeout),
 		slog.String("redis_master", c.RedisMaster), slog.Any("redis_sentinels", c.RedisSentinels),
-		slog.String("redis_password", pw), slog.Duration("redis_timeout", c.RedisTimeout),
+		slog.String("redis_password", pw), slog.Bool("api_key_set", c.APIKey != ""),
+		slog.Int("l1_size", c.L1Size), slog.Duration("l1_ttl", c.L1TTL), slog.Duration("redis_timeout", c.RedisTimeout),
 		slog.Int("redis_pool", c.RedisPoolSize), slog.Duration("breaker_delay", c.BreakerDelay),
 		slog.Uint64("breaker_failures", uint64(c.BreakerFailures)), slog.Uint64("breaker_window", uint64(c.BreakerWindow)),
 	)

@@ -87,20 +87,28 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		BreakerFailures: cfg.BreakerFailures,
 		BreakerWindow:   cfg.BreakerWindow,
 		BreakerDelay:    cfg.BreakerDelay,
-	}, st, log, reg)
+		L1Size:          cfg.L1Size,
+		L1TTL:           cfg.L1TTL,
+		L1NegativeTTL:   cfg.L1NegativeTTL,
+	}, st, st, log, reg)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	cctx, stopCache := context.WithCancel(context.WithoutCancel(ctx))
+	cacheDone := make(chan error, 1)
+	go func() { cacheDone <- c.Run(cctx) }()
+	defer func() { stopCache(); <-cacheDone }() // before Redis closes
 
-	h := handler.New(handler.Config{BaseURL: cfg.BaseURL, Instance: cfg.Instance}, handler.Deps{
-		Resolver: c,
-		Links:    st,
-		Warmer:   c,
-		IDs:      ids,
-		Ready:    st,
-		Metrics:  promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
-		Log:      log,
+	h := handler.New(handler.Config{BaseURL: cfg.BaseURL, Instance: cfg.Instance, APIKey: cfg.APIKey}, handler.Deps{
+		Resolver:    c,
+		Links:       st,
+		Warmer:      c,
+		Invalidator: c,
+		IDs:         ids,
+		Ready:       st,
+		Metrics:     promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
+		Log:         log,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

@@ -1,0 +1,193 @@
+package cache
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"shortener/store"
+)
+
+// invalidationChannel carries the codes whose L1 entries every instance
+// must drop. PUBLISH is replicated, so subscribers on any node hear it.
+const invalidationChannel = "shortener:invalidate"
+
+// pendingSet holds the codes with an invalidation not yet known to have
+// reached Redis. Lookups of those codes bypass Redis, and fills skip them,
+// so a stale Redis entry cannot answer while its DEL is still owed.
+type pendingSet struct {
+	mu    sync.RWMutex
+	codes map[string]time.Time // code -> when this instance learned of it
+}
+
+func (p *pendingSet) has(code string) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	_, ok := p.codes[code]
+	return ok
+}
+
+func (p *pendingSet) add(code string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.codes == nil {
+		p.codes = map[string]time.Time{}
+	}
+	p.codes[code] = now
+}
+
+// replace makes the set what MySQL holds, keeping codes this instance added
+// within grace (a read that began before their commit may lack them). It
+// returns the codes that are new to the set.
+func (p *pendingSet) replace(invs []store.Invalidation, now time.Time, grace time.Duration) (added []string) {
+	next := make(map[string]time.Time, len(invs))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, inv := range invs {
+		if t, ok := p.codes[inv.Code]; ok {
+			next[inv.Code] = t
+			continue
+		}
+		if _, ok := next[inv.Code]; !ok {
+			next[inv.Code] = now
+			added = append(added, inv.Code)
+		}
+	}
+	for code, t := range p.codes {
+		if _, ok := next[code]; !ok && now.Sub(t) < grace {
+			next[code] = t
+		}
+	}
+	p.codes = next
+	return added
+}
+
+func (p *pendingSet) len() int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return len(p.codes)
+}
+
+// Invalidate drops code from every cache tier after its delete was
+// committed (with its invalidation record) in MySQL: this instance's L1 at
+// once, then Redis and the other instances' L1 through DEL + PUBLISH. If
+// Redis cannot be reached, the replay loop sends it later from the record.
+func (c *Cache) Invalidate(ctx context.Context, code string) {
+	c.pending.add(code, c.now())
+	c.m.pending.Set(float64(c.pending.len()))
+	c.l1.drop(code)
+	c.send(ctx, []string{code})
+}
+
+// send deletes codes from Redis and announces them to every instance, in
+// one round trip under one deadline. It reports whether Redis took them.
+func (c *Cache) send(ctx context.Context, codes []string) bool {
+	if !c.write.allow() {
+		c.m.invalidated.WithLabelValues("skipped").Inc()
+		return false
+	}
+	_, err := run(ctx, c.write, func(ctx context.Context, r *redis.Client) ([]redis.Cmder, error) {
+		return r.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for _, code := range codes {
+				p.Del(ctx, key(code))
+				p.Publish(ctx, invalidationChannel, code)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		c.m.invalidated.WithLabelValues("error").Inc()
+		c.log.Warn("invalidation not delivered; kept for replay", "codes", len(codes), "err", err)
+		return false
+	}
+	c.m.invalidated.WithLabelValues("sent").Inc()
+	return true
+}
+
+// replay reads the pending invalidations from MySQL every ReplayInterval
+// and sends them to Redis. A record is removed only once it is older than
+// InvalidationGrace and Redis took it, so each is sent at least twice: the
+// second DEL beats a fill by any instance that read the link from MySQL
+// just before the delete committed.
+func (c *Cache) replay(ctx context.Context) {
+	if c.outbox == nil {
+		return
+	}
+	t := time.NewTicker(c.cfg.ReplayInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		invs, err := c.outbox.PendingInvalidations(ctx, 1000)
+		if err != nil {
+			c.log.Debug("read pending invalidations", "err", err)
+			continue // MySQL is down: keep the set as it is
+		}
+		now := c.now()
+		for _, code := range c.pending.replace(invs, now, c.cfg.InvalidationGrace) {
+			c.l1.drop(code) // deleted elsewhere; maybe its message was lost
+		}
+		c.m.pending.Set(float64(c.pending.len()))
+		if len(invs) == 0 {
+			continue
+		}
+		latest := map[string]time.Time{}
+		var codes []string
+		for _, inv := range invs {
+			if _, ok := latest[inv.Code]; !ok {
+				codes = append(codes, inv.Code)
+			}
+			latest[inv.Code] = inv.CreatedAt
+		}
+		if !c.send(ctx, codes) {
+			continue
+		}
+		cutoff := now.Add(-c.cfg.InvalidationGrace)
+		var done []string
+		for _, code := range codes {
+			if latest[code].Before(cutoff) {
+				done = append(done, code)
+			}
+		}
+		if err := c.outbox.DoneInvalidations(ctx, done, cutoff); err != nil {
+			c.log.Debug("mark invalidations done", "err", err)
+		}
+	}
+}
+
+// subscribe drops L1 entries that other instances invalidate. Whenever the
+// subscription is (re)established, messages may have been missed while it
+// was down, so the whole L1 is dropped: it refills from Redis in moments.
+func (c *Cache) subscribe(ctx context.Context) {
+	ps := c.write.rdb.Subscribe(ctx, invalidationChannel)
+	defer ps.Close()
+	ch := ps.ChannelWithSubscriptions(redis.WithChannelHealthCheckInterval(2*time.Second), redis.WithChannelSize(1024))
+	first := true
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case msg, ok := <-ch:
+			if !ok {
+				return
+			}
+			switch m := msg.(type) {
+			case *redis.Subscription:
+				if m.Kind == "subscribe" {
+					if !first {
+						c.l1.dropAll()
+						c.log.Info("invalidation channel resubscribed; L1 dropped")
+					}
+					first = false
+				}
+			case *redis.Message:
+				c.l1.drop(m.Payload)
+			}
+		}
+	}
+}

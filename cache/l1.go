@@ -1,0 +1,66 @@
+package cache
+
+import (
+	"time"
+
+	"github.com/maypok86/otter/v2"
+
+	"shortener/store"
+)
+
+// l1Entry is what the in-process cache keeps for a code: the link, or the
+// fact that no link has the code (a negative entry), and how long to keep
+// it.
+type l1Entry struct {
+	link  store.Link
+	found bool
+	ttl   time.Duration
+}
+
+// l1 is a bounded in-process cache (W-TinyLFU, via otter) in front of
+// Redis. Its TTL is short because other instances' deletes reach it by
+// message, and a message can be lost while Redis is down; the TTL bounds
+// how long such a miss can matter. Negative entries are shorter still:
+// they only exist so that scanners probing random codes cannot drive MySQL.
+type l1 struct {
+	c      *otter.Cache[string, l1Entry]
+	ttl    time.Duration
+	negTTL time.Duration
+	now    func() time.Time
+}
+
+func newL1(size int, ttl, negTTL time.Duration, now func() time.Time) *l1 {
+	return &l1{
+		c: otter.Must(&otter.Options[string, l1Entry]{
+			MaximumSize: size,
+			ExpiryCalculator: otter.ExpiryWritingFunc(func(e otter.Entry[string, l1Entry]) time.Duration {
+				return e.Value.ttl
+			}),
+		}),
+		ttl:    ttl,
+		negTTL: negTTL,
+		now:    now,
+	}
+}
+
+func (c *l1) get(code string) (l1Entry, bool) { return c.c.GetIfPresent(code) }
+
+// put keeps a found link until the L1 TTL or its own expiry, whichever is
+// sooner; an expired link is kept for the full TTL, since it stays gone.
+func (c *l1) put(l store.Link) {
+	ttl := c.ttl
+	if !l.ExpiresAt.IsZero() {
+		if until := l.ExpiresAt.Sub(c.now()); until > 0 && until < ttl {
+			ttl = until
+		}
+	}
+	c.c.Set(l.Code, l1Entry{link: l, found: true, ttl: ttl})
+}
+
+func (c *l1) putMissing(code string) {
+	c.c.Set(code, l1Entry{ttl: c.negTTL})
+}
+
+func (c *l1) drop(code string) { c.c.Invalidate(code) }
+
+func (c *l1) dropAll() { c.c.InvalidateAll() }
