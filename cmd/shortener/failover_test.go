@@ -20,6 +20,9 @@ import (
 	"shortener/stack/stacktest"
 )
 
+// testAPIKey authorises management calls in tests.
+const testAPIKey = "test-key"
+
 // redisTimeout is the per-call Redis deadline the apps under test run with.
 const redisTimeout = 50 * time.Millisecond
 
@@ -59,7 +62,7 @@ func freePort(tb testing.TB) int {
 
 // startApp runs an instance against s with the given node ID and waits
 // until it is ready. It stops when the test ends.
-func startApp(tb testing.TB, s *stack.Stack, nodeID int) *app {
+func startApp(tb testing.TB, s *stack.Stack, nodeID int, extraEnv ...string) *app {
 	tb.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(tb))
 	env := map[string]string{
@@ -72,6 +75,10 @@ func startApp(tb testing.TB, s *stack.Stack, nodeID int) *app {
 		"SHORTENER_REDIS_TIMEOUT":   redisTimeout.String(),
 		"SHORTENER_LOG_LEVEL":       "info",
 		"SHORTENER_DRAIN_TIMEOUT":   "500ms",
+		"SHORTENER_API_KEY":         testAPIKey,
+	}
+	for i := 0; i+1 < len(extraEnv); i += 2 {
+		env[extraEnv[i]] = extraEnv[i+1]
 	}
 	a := &app{base: "http://" + addr, logs: &syncBuffer{}}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -142,6 +149,7 @@ type load struct {
 	mu        sync.Mutex
 	latencies []time.Duration
 	failures  []string
+	seen      map[string]bool // codes requested
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
 }
@@ -160,14 +168,17 @@ func startLoad(a *app, links map[string]string, workers int, limit time.Duration
 	for c := range links {
 		codes = append(codes, c)
 	}
+	slices.Sort(codes)
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	l := &load{stop: cancel}
-	for range workers {
+	l := &load{stop: cancel, seen: map[string]bool{}}
+	for w := range workers {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
+			// Popularity follows Zipf's law (s = 1.1), as link traffic does.
+			zipf := rand.NewZipf(rand.New(rand.NewPCG(uint64(w), 42)), 1.1, 1, uint64(len(codes)-1))
 			for ctx.Err() == nil {
-				code := codes[rand.IntN(len(codes))]
+				code := codes[zipf.Uint64()]
 				start := time.Now()
 				resp, err := noFollow.Get(a.base + "/" + code)
 				took := time.Since(start)
@@ -183,6 +194,7 @@ func startLoad(a *app, links map[string]string, workers int, limit time.Duration
 				}
 				l.mu.Lock()
 				l.latencies = append(l.latencies, took)
+				l.seen[code] = true
 				if fail != "" {
 					l.failures = append(l.failures, fail)
 				}
@@ -208,59 +220,81 @@ func pct(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
 }
 
-// metric reads one sample from the app's /metrics, e.g.
-// `shortener_redis_lookups_total{result="hit"}`.
-func metric(tb testing.TB, a *app, series string) float64 {
+// metric sums the samples of a metric on the app's /metrics whose labels
+// include every given pair, e.g. metric(tb, a, "shortener_redis_lookups_total",
+// "result", "hit").
+func metric(tb testing.TB, a *app, name string, labels ...string) float64 {
 	tb.Helper()
 	resp, err := http.Get(a.base + "/metrics")
 	if err != nil {
 		tb.Fatalf("scrape metrics: %v", err)
 	}
 	defer resp.Body.Close()
+	var sum float64
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		name, val, ok := strings.Cut(sc.Text(), " ")
-		if ok && name == series {
+		series, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(series, "#") {
+			continue
+		}
+		n, lbl, _ := strings.Cut(series, "{")
+		if n != name {
+			continue
+		}
+		match := true
+		for i := 0; i+1 < len(labels); i += 2 {
+			if !strings.Contains(lbl, labels[i]+`="`+labels[i+1]+`"`) {
+				match = false
+			}
+		}
+		if match {
 			f, err := strconv.ParseFloat(val, 64)
 			if err != nil {
 				tb.Fatalf("metric %s: %v", series, err)
 			}
-			return f
+			sum += f
 		}
 	}
-	return 0
+	return sum
 }
 
-// waitMetric polls until series reaches at least want.
-func waitMetric(tb testing.TB, a *app, series string, want float64, limit time.Duration) {
+// waitMetric polls until the metric reaches at least want.
+func waitMetric(tb testing.TB, a *app, want float64, limit time.Duration, name string, labels ...string) {
 	tb.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		got := metric(tb, a, series)
+		got := metric(tb, a, name, labels...)
 		if got >= want {
 			return
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("%s = %v after %s, want >= %v", series, got, limit, want)
+			tb.Fatalf("%s%v = %v after %s, want >= %v", name, labels, got, limit, want)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
+// Metric names the tests read.
 const (
-	redisHits   = `shortener_redis_lookups_total{result="hit"}`
-	breakerOpen = `shortener_breaker_transitions_total{from="closed",to="open"}`
+	mLookups  = "shortener_lookups_total"
+	mRedis    = "shortener_redis_lookups_total"
+	mMySQL    = "shortener_mysql_queries_total"
+	mBreaker  = "shortener_breaker_transitions_total"
+	mPending  = "shortener_invalidations_pending"
+	mSwitched = "shortener_sentinel_events_total"
+	mFills    = "shortener_redis_fills_total"
 )
 
 // failover runs one master fault under load: inject breaks the master,
 // heal (may be nil) runs once the sentinels have promoted a replica.
 func failover(t *testing.T, inject func(*stack.Proc) error, heal func(*stack.Proc) error) (lat []time.Duration) {
 	s := stacktest.Start(t)
-	a := startApp(t, s, 1)
-	links := createLinks(t, a, 50)
+	// A short L1 TTL keeps Redis busy, so the test sees it serve again.
+	a := startApp(t, s, 1, "SHORTENER_L1_TTL", "200ms")
+	links := createLinks(t, a, 200)
 
 	l := startLoad(a, links, 8, 2*time.Minute)
-	waitMetric(t, a, redisHits, 300, 30*time.Second) // warm: Redis serves
+	waitMetric(t, a, 300, 30*time.Second, mRedis, "result", "hit") // warm: Redis serves
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -269,6 +303,7 @@ func failover(t *testing.T, inject func(*stack.Proc) error, heal func(*stack.Pro
 		t.Fatal(err)
 	}
 	faultAt := time.Now()
+	lookups0, mysql0 := metric(t, a, mLookups), metric(t, a, mMySQL)
 	if err := inject(master); err != nil {
 		t.Fatal(err)
 	}
@@ -277,26 +312,36 @@ func failover(t *testing.T, inject func(*stack.Proc) error, heal func(*stack.Pro
 		t.Fatalf("no failover: %v", err)
 	}
 	promotedAt := time.Now()
-	waitMetric(t, a, breakerOpen, 1, 10*time.Second) // the breaker noticed
+	// The app heard the promotion from the sentinels.
+	waitMetric(t, a, 1, 10*time.Second, mSwitched, "event", "switch_master")
 
-	// Back on Redis: hits climb again now that the new master answers.
-	hits := metric(t, a, redisHits)
-	waitMetric(t, a, redisHits, hits+200, 30*time.Second)
+	// Back on Redis: a new link's fill reaches the new master.
+	for fills := metric(t, a, mFills, "result", "ok"); metric(t, a, mFills, "result", "ok") < fills+3; {
+		if ctx.Err() != nil {
+			t.Fatal("fills never reached the new master")
+		}
+		createLinks(t, a, 1)
+	}
 	backAt := time.Now()
 	if heal != nil {
 		if err := heal(master); err != nil {
 			t.Fatal(err)
 		}
-		hits = metric(t, a, redisHits)
-		waitMetric(t, a, redisHits, hits+200, 30*time.Second)
+		hits := metric(t, a, mRedis, "result", "hit")
+		waitMetric(t, a, hits+200, 30*time.Second, mRedis, "result", "hit")
 	}
+	lookups, mysql := metric(t, a, mLookups)-lookups0, metric(t, a, mMySQL)-mysql0
 
 	lat, failures := l.finish()
-	t.Logf("%s -> %s: promoted %s after the fault, lookups back on Redis %s after promotion; %d lookups, p50 %s p99 %s max %s",
+	t.Logf("%s -> %s: promoted %s after the fault, fills back on the new master %s after promotion; "+
+		"%d lookups, p50 %s p99 %s max %s; from fault to recovery %.0f lookups, %.0f MySQL queries (%.2f%% answered without MySQL)",
 		master.Name, promoted.Name, promotedAt.Sub(faultAt).Round(time.Millisecond), backAt.Sub(promotedAt).Round(time.Millisecond),
-		len(lat), pct(lat, .5), pct(lat, .99), lat[len(lat)-1])
+		len(lat), pct(lat, .5), pct(lat, .99), lat[len(lat)-1], lookups, mysql, 100*(1-mysql/lookups))
 	if len(failures) > 0 {
 		t.Fatalf("%d of %d lookups failed, want 0; first: %s", len(failures), len(lat), failures[0])
+	}
+	if share := 1 - mysql/lookups; share < 0.95 {
+		t.Errorf("%.2f%% of lookups answered without MySQL through the outage, want at least 95%%", 100*share)
 	}
 	return lat
 }

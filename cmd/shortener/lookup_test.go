@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"shortener/stack"
+	"shortener/stack/stacktest"
+)
+
+// status GETs code from a and returns the answer's status code.
+func status(tb testing.TB, a *app, code string) int {
+	tb.Helper()
+	resp, err := noFollow.Get(a.base + "/" + code)
+	if err != nil {
+		tb.Fatalf("GET /%s: %v", code, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// waitStatus polls until every app answers want for code.
+func waitStatus(tb testing.TB, code string, want int, limit time.Duration, apps ...*app) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	for _, a := range apps {
+		for got := status(tb, a, code); got != want; got = status(tb, a, code) {
+			if time.Since(start) > limit {
+				tb.Fatalf("GET /%s on %s = %d after %s, want %d", code, a.base, got, limit, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return time.Since(start)
+}
+
+func deleteLink(tb testing.TB, a *app, code string) {
+	tb.Helper()
+	req, _ := http.NewRequest(http.MethodDelete, a.base+"/api/v1/links/"+code, nil)
+	req.Header.Set("X-Api-Key", testAPIKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		tb.Fatalf("DELETE /api/v1/links/%s: %d, want 204", code, resp.StatusCode)
+	}
+}
+
+// allRedis applies op to every Redis node.
+func allRedis(tb testing.TB, s *stack.Stack, op func(*stack.Proc) error) {
+	tb.Helper()
+	for _, p := range s.Redis() {
+		if err := op(p); err != nil {
+			tb.Fatalf("%s: %v", p.Name, err)
+		}
+	}
+}
+
+// TestAllRedisDown kills every Redis node under Zipf lookups: none fails,
+// and MySQL sees at most one query per distinct code per L1 TTL.
+func TestAllRedisDown(t *testing.T) {
+	const l1TTL = time.Second
+	s := stacktest.Start(t)
+	a := startApp(t, s, 1, "SHORTENER_L1_TTL", l1TTL.String())
+	links := createLinks(t, a, 300)
+	warm := startLoad(a, links, 8, time.Minute)
+	waitMetric(t, a, 1000, 30*time.Second, mLookups)
+	if _, f := warm.finish(); len(f) > 0 {
+		t.Fatalf("warm-up: %d failures: %s", len(f), f[0])
+	}
+
+	allRedis(t, s, (*stack.Proc).Kill)
+	mysql0 := metric(t, a, mMySQL)
+	start := time.Now()
+	l := startLoad(a, links, 8, 3*l1TTL) // three TTL periods, then it stops
+	l.wg.Wait()
+	lat, failures := l.finish()
+	window := time.Since(start)
+	queries := metric(t, a, mMySQL) - mysql0
+	// Each code may be fetched once per TTL period the window touches.
+	bound := float64(len(l.seen)) * (math.Ceil(float64(window)/float64(l1TTL)) + 1)
+	t.Logf("all Redis down for %s: %d lookups of %d distinct codes, %.0f MySQL queries (bound %.0f), p99 %s max %s",
+		window.Round(time.Millisecond), len(lat), len(l.seen), queries, bound, pct(lat, .99), lat[len(lat)-1])
+	if len(failures) > 0 {
+		t.Fatalf("%d of %d lookups failed, want 0; first: %s", len(failures), len(lat), failures[0])
+	}
+	if queries > bound {
+		t.Errorf("MySQL saw %.0f queries, want at most %.0f (distinct codes x TTL periods)", queries, bound)
+	}
+}
+
+// TestDeleteWhileRedisDown deletes a link while every Redis node is frozen
+// (so their stale copies survive the outage): both instances answer 410
+// during the outage, and after Redis returns and the invalidation drains,
+// the stale entry is gone from Redis and both still answer 410.
+func TestDeleteWhileRedisDown(t *testing.T) {
+	s := stacktest.Start(t)
+	a1 := startApp(t, s, 1, "SHORTENER_L1_TTL", "1m")
+	a2 := startApp(t, s, 2, "SHORTENER_L1_TTL", "1m")
+	var code string
+	for c := range createLinks(t, a1, 1) {
+		code = c
+	}
+	for _, a := range []*app{a1, a2} { // cached in Redis and in both L1s
+		if got := status(t, a, code); got != http.StatusFound {
+			t.Fatalf("before: %d, want 302", got)
+		}
+	}
+
+	allRedis(t, s, (*stack.Proc).Stop)
+	deleteLink(t, a2, code)
+	took := waitStatus(t, code, http.StatusGone, 10*time.Second, a1, a2)
+	t.Logf("deleted during the outage: 410 on both instances after %s", took.Round(time.Millisecond))
+	if p := metric(t, a2, mPending); p < 1 {
+		t.Errorf("invalidations pending during the outage = %v, want >= 1", p)
+	}
+
+	allRedis(t, s, (*stack.Proc).Cont)
+	waitMetricBelow(t, a1, mPending, 1, 30*time.Second)
+	waitMetricBelow(t, a2, mPending, 1, 30*time.Second)
+	for _, a := range []*app{a1, a2} {
+		if got := status(t, a, code); got != http.StatusGone {
+			t.Errorf("after Redis returned: %d, want 410", got)
+		}
+	}
+	for _, p := range s.Redis() {
+		if v := redisGet(t, p, "link:"+code); v != "" {
+			t.Errorf("%s still holds the deleted link: %q", p.Name, v)
+		}
+	}
+}
+
+// TestExpiryThroughOutage creates a link that expires in two seconds,
+// caches it everywhere, freezes Redis, and checks that every tier answers
+// 410 once it expires, during the outage and after.
+func TestExpiryThroughOutage(t *testing.T) {
+	s := stacktest.Start(t)
+	a := startApp(t, s, 1, "SHORTENER_L1_TTL", "1m")
+	expires := time.Now().Add(2 * time.Second).UTC()
+	body := `{"url":"https://example.com/soon","expires_at":"` + expires.Format(time.RFC3339Nano) + `"}`
+	resp, err := http.Post(a.base+"/api/v1/links", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Code string }
+	json.NewDecoder(resp.Body).Decode(&got)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d", resp.StatusCode)
+	}
+	if st := status(t, a, got.Code); st != http.StatusFound {
+		t.Fatalf("before expiry: %d, want 302", st)
+	}
+	allRedis(t, s, (*stack.Proc).Stop)
+	waitStatus(t, got.Code, http.StatusGone, 10*time.Second, a)
+	allRedis(t, s, (*stack.Proc).Cont)
+	for range 20 {
+		if st := status(t, a, got.Code); st != http.StatusGone {
+			t.Fatalf("after Redis returned: %d, want 410", st)
+		}
+	}
+}
+
+// TestDeleteReachesOtherInstance: a link created on app1 and deleted on
+// app2 stops redirecting on app1 within a second while Redis is healthy,
+// although app1's L1 would keep it for a minute.
+func TestDeleteReachesOtherInstance(t *testing.T) {
+	s := stacktest.Start(t)
+	a1 := startApp(t, s, 1, "SHORTENER_L1_TTL", "1m")
+	a2 := startApp(t, s, 2, "SHORTENER_L1_TTL", "1m")
+	for code := range createLinks(t, a1, 5) {
+		if got := status(t, a1, code); got != http.StatusFound {
+			t.Fatalf("before: %d, want 302", got)
+		}
+		deleteLink(t, a2, code)
+		took := waitStatus(t, code, http.StatusGone, time.Second, a1)
+		t.Logf("app1 answered 410 %s after app2's delete", took)
+	}
+}
+
+func waitMetricBelow(tb testing.TB, a *app, name string, below float64, limit time.Duration) {
+	tb.Helper()
+	deadline := time.Now().Add(limit)
+	for got := metric(tb, a, name); got >= below; got = metric(tb, a, name) {
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s = %v after %s, want < %v", name, got, limit, below)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// redisGet reads a key straight from one node over RESP.
+func redisGet(tb testing.TB, p *stack.Proc, key string) string {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	v, err := respGet(ctx, p.Addr(), key)
+	if err != nil {
+		tb.Fatalf("GET %s on %s: %v", key, p.Name, err)
+	}
+	return v
+}
+
+// respGet sends one GET over RESP; "" means the key does not exist.
+func respGet(ctx context.Context, addr, key string) (string, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	if _, err := fmt.Fprintf(conn, "*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n", len(key), key); err != nil {
+		return "", err
+	}
+	r := bufio.NewReader(conn)
+	head, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	head = strings.TrimRight(head, "\r\n")
+	if head == "$-1" {
+		return "", nil
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(head, "$"))
+	if err != nil || !strings.HasPrefix(head, "$") {
+		return "", fmt.Errorf("unexpected reply %q", head)
+	}
+	buf := make([]byte, n+2)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return "", err
+	}
+	return string(buf[:n]), nil
+}
