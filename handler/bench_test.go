@@ -26,7 +26,10 @@ func (o oneLink) Link(_ context.Context, code string) (store.Link, error) {
 	return o.l, nil
 }
 
-func (o oneLink) Create(context.Context, store.Link) error            { return nil }
+func (o oneLink) Create(context.Context, store.Link) error { return nil }
+func (o oneLink) CreateIdempotent(_ context.Context, l store.Link, _ store.Idempotency) (store.Link, bool, error) {
+	return l, false, nil
+}
 func (o oneLink) Delete(context.Context, string, time.Time) error     { return nil }
 func (o oneLink) Resolve(context.Context, string) (store.Link, error) { return o.l, nil }
 

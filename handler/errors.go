@@ -18,6 +18,7 @@ const (
 	CodeInvalidRequest   = "invalid_request"
 	CodeTooLarge         = "request_too_large"
 	CodeUnauthorized     = "unauthorized"
+	CodeKeyReused        = "idempotency_key_reused"
 	CodeNotFound         = "not_found"
 	CodeGone             = "gone"
 	CodeMethodNotAllowed = "method_not_allowed"
@@ -45,6 +46,7 @@ var mapping = []struct {
 }{
 	{store.ErrNotFound, Error{http.StatusNotFound, CodeNotFound, "no link has this code"}},
 	{errGone, Error{http.StatusGone, CodeGone, "this link has expired or was deleted"}},
+	{store.ErrKeyReused, Error{http.StatusUnprocessableEntity, CodeKeyReused, "this Idempotency-Key was used for a different request"}},
 	{store.ErrUnavailable, Error{http.StatusServiceUnavailable, CodeUnavailable, "the service cannot reach its database; retry shortly"}},
 }
 

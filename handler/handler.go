@@ -26,6 +26,9 @@ type Resolver interface {
 type Links interface {
 	Create(ctx context.Context, l store.Link) error
 	Link(ctx context.Context, code string) (store.Link, error)
+	// CreateIdempotent creates l under an idempotency key, or returns the
+	// link the key already made (replayed).
+	CreateIdempotent(ctx context.Context, l store.Link, idem store.Idempotency) (store.Link, bool, error)
 	// Delete marks the link deleted and durably records that caches must
 	// forget it, in one commit.
 	Delete(ctx context.Context, code string, now time.Time) error
@@ -60,6 +63,9 @@ type Config struct {
 	// APIKey authorises management calls (DELETE) sent with X-Api-Key.
 	// Empty: management calls are refused.
 	APIKey string
+	// IdempotencyTTL is how long an Idempotency-Key replays its first
+	// answer.
+	IdempotencyTTL time.Duration
 }
 
 // Deps are the collaborators the handler calls.
@@ -87,6 +93,9 @@ type Handler struct {
 func New(cfg Config, d Deps) *Handler {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 8 << 10
+	}
+	if cfg.IdempotencyTTL <= 0 {
+		cfg.IdempotencyTTL = 24 * time.Hour
 	}
 	if d.Now == nil {
 		d.Now = time.Now

@@ -23,6 +23,8 @@ type fakeLinks struct {
 	links   map[string]store.Link
 	err     error // returned by every call when set
 	creates int
+	keys    map[string]store.Idempotency
+	keyCode map[string]string
 }
 
 var (
@@ -73,6 +75,26 @@ func (f *fakeLinks) Delete(_ context.Context, code string, now time.Time) error 
 	l.DeletedAt = now
 	f.links[code] = l
 	return nil
+}
+
+func (f *fakeLinks) CreateIdempotent(ctx context.Context, l store.Link, idem store.Idempotency) (store.Link, bool, error) {
+	f.mu.Lock()
+	if f.keys == nil {
+		f.keys = map[string]store.Idempotency{}
+		f.keyCode = map[string]string{}
+	}
+	if prev, ok := f.keys[idem.Key]; ok {
+		code := f.keyCode[idem.Key]
+		f.mu.Unlock()
+		if prev.RequestHash != idem.RequestHash {
+			return store.Link{}, false, store.ErrKeyReused
+		}
+		l, err := f.Link(ctx, code)
+		return l, true, err
+	}
+	f.keys[idem.Key], f.keyCode[idem.Key] = idem, l.Code
+	f.mu.Unlock()
+	return l, false, f.Create(ctx, l)
 }
 
 // fakeInvalidator records the codes it was told to forget.
@@ -316,5 +338,32 @@ func TestDelete(t *testing.T) {
 	}
 	if len(inv.codes) != 1 {
 		t.Errorf("failed deletes invalidated %v, want nothing more", inv.codes[1:])
+	}
+}
+
+func TestIdempotencyKey(t *testing.T) {
+	f := newFakeLinks()
+	h := newTestHandler(f)
+	body := `{"url":"https://example.com/once"}`
+	first := do(h, "POST", "/api/v1/links", body, "Idempotency-Key", "k-1")
+	again := do(h, "POST", "/api/v1/links", body, "Idempotency-Key", "k-1")
+	if first.Code != 201 || again.Code != 201 || first.Body.String() != again.Body.String() {
+		t.Fatalf("retry with the same key: got %d %s then %d %s, want the same 201 twice", first.Code, first.Body, again.Code, again.Body)
+	}
+	if again.Header().Get("Idempotent-Replayed") != "true" || f.creates != 1 {
+		t.Errorf("retry: replayed header %q, %d links stored; want true, 1", again.Header().Get("Idempotent-Replayed"), f.creates)
+	}
+	other := do(h, "POST", "/api/v1/links", `{"url":"https://example.com/other"}`, "Idempotency-Key", "k-1")
+	if other.Code != 422 || errCode(t, other) != CodeKeyReused {
+		t.Errorf("same key, different body: got %d %s, want 422 %s", other.Code, other.Body, CodeKeyReused)
+	}
+	for _, bad := range []string{" ", "has space", strings.Repeat("k", 256), "tab\tkey", "é"} {
+		rec := do(h, "POST", "/api/v1/links", body, "Idempotency-Key", bad)
+		if rec.Code != 400 || errCode(t, rec) != CodeInvalidRequest {
+			t.Errorf("key %q: got %d %s, want 400", bad, rec.Code, rec.Body)
+		}
+	}
+	if f.creates != 1 {
+		t.Errorf("rejected requests stored links: %d, want 1", f.creates)
 	}
 }

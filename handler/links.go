@@ -1,7 +1,9 @@
 package handler
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,9 +97,28 @@ func (h *Handler) create(c echo.Context) error {
 		}
 		l.ExpiresAt = req.ExpiresAt.UTC().Truncate(time.Millisecond)
 	}
-	l.ID, l.Code = h.d.IDs.Next()
-	if err := h.d.Links.Create(c.Request().Context(), l); err != nil {
+	key, err := idempotencyKey(c.Request().Header)
+	if err != nil {
 		return err
+	}
+	l.ID, l.Code = h.d.IDs.Next()
+	if key == "" {
+		if err := h.d.Links.Create(c.Request().Context(), l); err != nil {
+			return err
+		}
+	} else {
+		var replayed bool
+		l, replayed, err = h.d.Links.CreateIdempotent(c.Request().Context(), l, store.Idempotency{
+			Key:         key,
+			RequestHash: requestHash(l),
+			ExpiresAt:   now.Add(h.cfg.IdempotencyTTL),
+		})
+		if err != nil {
+			return err
+		}
+		if replayed {
+			c.Response().Header().Set("Idempotent-Replayed", "true")
+		}
 	}
 	if h.d.Warmer != nil {
 		h.d.Warmer.Add(c.Request().Context(), l)
@@ -150,4 +171,36 @@ func (h *Handler) remove(c echo.Context) error {
 		h.d.Invalidator.Invalidate(c.Request().Context(), code)
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// maxKeyLen bounds an Idempotency-Key; a UUID needs 36 bytes.
+const maxKeyLen = 255
+
+// idempotencyKey returns the request's Idempotency-Key, "" if none. A key
+// is 1 to 255 printable ASCII characters.
+func idempotencyKey(h http.Header) (string, error) {
+	vals := h.Values("Idempotency-Key")
+	if len(vals) == 0 {
+		return "", nil
+	}
+	k := vals[0]
+	bad := len(vals) > 1 || k == "" || len(k) > maxKeyLen
+	for i := 0; i < len(k) && !bad; i++ {
+		bad = k[i] < 0x21 || k[i] > 0x7e
+	}
+	if bad {
+		return "", &Error{Status: 400, Code: CodeInvalidRequest, Message: "Idempotency-Key must be one header of 1 to 255 printable ASCII characters"}
+	}
+	return k, nil
+}
+
+// requestHash fingerprints what a create asks for, so a retry can be told
+// from another request reusing its key.
+func requestHash(l store.Link) string {
+	var exp int64
+	if !l.ExpiresAt.IsZero() {
+		exp = l.ExpiresAt.UnixMilli()
+	}
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\n%d\n%d", l.URL, l.Redirect, exp)))
+	return hex.EncodeToString(sum[:])
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -107,5 +108,62 @@ func TestUnavailable(t *testing.T) {
 			t.Fatal("store did not reconnect after MySQL restarted")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestCreateIdempotent sends one create ten times at once under one key:
+// one link is stored and every answer names it; the key with another
+// request is refused; an expired key creates afresh.
+func TestCreateIdempotent(t *testing.T) {
+	s := stacktest.Start(t)
+	st := openStore(t, s.MySQLDSN())
+	ctx := context.Background()
+	if err := st.Migrate(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	idem := store.Idempotency{Key: "retry-me", RequestHash: "h1", ExpiresAt: now.Add(time.Hour)}
+	var wg sync.WaitGroup
+	codes := make([]string, 10)
+	replays := make([]bool, 10)
+	errs := make([]error, 10)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l := store.Link{ID: int64(100 + i), Code: "i" + strconv.Itoa(i), URL: "https://example.com/x", Redirect: 302, CreatedAt: now}
+			var got store.Link
+			got, replays[i], errs[i] = st.CreateIdempotent(ctx, l, idem)
+			codes[i] = got.Code
+		}()
+	}
+	wg.Wait()
+	created := 0
+	for i := range codes {
+		if errs[i] != nil {
+			t.Fatalf("request %d: %v", i, errs[i])
+		}
+		if codes[i] != codes[0] {
+			t.Errorf("request %d got code %s, want %s (the first answer)", i, codes[i], codes[0])
+		}
+		if !replays[i] {
+			created++
+		}
+	}
+	if created != 1 {
+		t.Errorf("%d requests created a link, want 1", created)
+	}
+	if _, _, err := st.CreateIdempotent(ctx, store.Link{ID: 200, Code: "other", URL: "https://example.com/y", Redirect: 302, CreatedAt: now},
+		store.Idempotency{Key: "retry-me", RequestHash: "h2", ExpiresAt: now.Add(time.Hour)}); !errors.Is(err, store.ErrKeyReused) {
+		t.Errorf("same key, other request: error %v, want ErrKeyReused", err)
+	}
+	if _, err := st.Link(ctx, "other"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the refused request left a link behind: %v", err)
+	}
+	later := now.Add(2 * time.Hour)
+	l, replayed, err := st.CreateIdempotent(ctx, store.Link{ID: 300, Code: "fresh", URL: "https://example.com/z", Redirect: 302, CreatedAt: later},
+		store.Idempotency{Key: "retry-me", RequestHash: "h3", ExpiresAt: later.Add(time.Hour)})
+	if err != nil || replayed || l.Code != "fresh" {
+		t.Errorf("expired key: got %s replayed=%v %v, want a fresh link", l.Code, replayed, err)
 	}
 }

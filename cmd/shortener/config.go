@@ -46,6 +46,7 @@ type Config struct {
 	L1TTL         time.Duration
 	L1NegativeTTL time.Duration
 	APIKey        string
+	IdemTTL       time.Duration
 }
 
 // envFlags binds flags whose defaults come from environment variables and
@@ -125,6 +126,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.int(&c.L1Size, "l1-size", "SHORTENER_L1_SIZE", 100_000, "in-process cache size (entries)")
 	e.dur(&c.L1TTL, "l1-ttl", "SHORTENER_L1_TTL", 5*time.Second, "how long a link stays in the in-process cache")
 	e.dur(&c.L1NegativeTTL, "l1-negative-ttl", "SHORTENER_L1_NEGATIVE_TTL", time.Second, "how long an unknown code is remembered as unknown")
+	e.dur(&c.IdemTTL, "idempotency-ttl", "SHORTENER_IDEMPOTENCY_TTL", 24*time.Hour, "how long an Idempotency-Key replays its first answer")
 	e.str(&c.APIKey, "api-key", "SHORTENER_API_KEY", "", "key that authorises management calls (X-Api-Key); empty disables them")
 
 	if err := fs.Parse(args); err != nil {

@@ -100,7 +100,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	go func() { cacheDone <- c.Run(cctx) }()
 	defer func() { stopCache(); <-cacheDone }() // before Redis closes
 
-	h := handler.New(handler.Config{BaseURL: cfg.BaseURL, Instance: cfg.Instance, APIKey: cfg.APIKey}, handler.Deps{
+	h := handler.New(handler.Config{BaseURL: cfg.BaseURL, Instance: cfg.Instance, APIKey: cfg.APIKey, IdempotencyTTL: cfg.IdemTTL}, handler.Deps{
 		Resolver:    c,
 		Links:       st,
 		Warmer:      c,
