@@ -279,11 +279,19 @@ func TestCacheAside(t *testing.T) {
 	if got := origin.calls.Load(); got > 2 {
 		t.Errorf("origin calls = %d, want at most 2 (one, plus one if a replica lagged the fill)", got)
 	}
-	if _, err := c.Resolve(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("unknown code: error = %v, want ErrNotFound", err)
+	// Misses are answers: they leave the error count and the breaker alone.
+	errs0, misses0 := count(c.m.redis, roleReplica, resultError), count(c.m.redis, roleReplica, resultMiss)
+	for i := range 20 {
+		if _, err := c.Resolve(ctx, fmt.Sprintf("nope%d", i)); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("unknown code: error = %v, want ErrNotFound", err)
+		}
 	}
-	if got := count(c.m.redis, roleReplica, resultError); got != 0 {
-		t.Errorf("redis errors = %v, want 0: a miss is not a failure", got)
+	misses := count(c.m.redis, roleReplica, resultMiss) - misses0
+	if errs := count(c.m.redis, roleReplica, resultError) - errs0; errs > 0 || misses < 19 {
+		t.Errorf("20 unknown codes: %v Redis misses, %v errors; want misses, not failures", misses, errs)
+	}
+	if r, _ := c.BreakerStates(); r != "closed" {
+		t.Errorf("read breaker %s after misses, want closed", r)
 	}
 }
 
