@@ -26,3 +26,25 @@ vet:
 
 clean:
 	rm -rf bin
+
+## up: build the app and the stack CLI, start the local stack (nginx :8080,
+## app1 :8081, app2 :8082, Redis + Sentinel, MariaDB :3307), wait until it
+## is ready. State, logs, pids and the API key live in .stack/. Installs the
+## Debian servers with apt-get if they are missing and this runs as root.
+up: build
+	./bin/stack up
+
+## down: stop every process of the local stack.
+down: bin/stack
+	./bin/stack down
+
+## status: each process of the local stack, its pid, port and state, and
+## the Redis master.
+status: bin/stack
+	./bin/stack status
+
+# bin/stack is rebuilt on every use (go build is a no-op when nothing
+# changed), so down and status never run a stale CLI.
+.PHONY: bin/stack
+bin/stack:
+	$(GO) build -o bin/ ./cmd/stack

@@ -25,6 +25,9 @@ type Config struct {
 	MaxBody     string // client_max_body_size, e.g. "16k"
 	CreateRate  int    // link creations per second per client address
 	CreateBurst int    // creations allowed above the rate at once
+	// User is the user the workers run as; empty leaves nginx's default.
+	// Set it only when nginx starts as root: others cannot switch user.
+	User string
 }
 
 // Render writes the nginx.conf for c.

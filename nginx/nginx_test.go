@@ -31,6 +31,21 @@ func TestRender(t *testing.T) {
 	if err := Render(&b, Config{}); err == nil {
 		t.Error("Render of an empty Config succeeded, want an error")
 	}
+	if strings.Contains(conf, "\nuser ") {
+		t.Error("rendered config sets a user, want nginx's default when Config.User is empty")
+	}
+	// Run as root, the local stack keeps nginx's workers as root too.
+	if os.Geteuid() == 0 {
+		c.User = "root"
+		b.Reset()
+		if err := Render(&b, c); err != nil {
+			t.Fatal(err)
+		}
+		conf = b.String()
+		if !strings.Contains(conf, "\nuser root;\nworker_processes") {
+			t.Errorf("rendered config with User root lacks its user line:\n%s", conf[:200])
+		}
+	}
 
 	// nginx itself must accept the file, when it is installed.
 	bin, err := exec.LookPath("nginx")

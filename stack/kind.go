@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // kind is everything the stack knows about one sort of server. Adding a
@@ -17,12 +18,22 @@ import (
 type kind struct {
 	name string
 	// program is the executable's base name; it is also how the first word
-	// of /proc/<pid>/cmdline must read for a pid file to be trusted.
+	// of /proc/<pid>/cmdline must read for a pid file to be trusted. It is
+	// empty for the app, whose binary the caller builds and names (path).
 	program string
+	// path, if set, returns the executable to run instead of looking
+	// program up on PATH.
+	path func(p *Proc) string
 	// tools are further executables the kind needs (clients, installers).
 	tools []string
 	// tier orders start-up and shutdown: Close stops higher tiers first.
 	tier int
+	// grace is how long a SIGTERM may take before SIGKILL follows; zero
+	// means termGrace.
+	grace time.Duration
+	// env, if set, returns the server's whole environment; otherwise it
+	// inherits this process's.
+	env func(p *Proc) ([]string, error)
 	// configure writes config files and data before each start. fresh is
 	// true when Start sets up a new stack and false on Restart, where state
 	// that the server or others rewrote (sentinel configs) must be kept.
@@ -40,7 +51,7 @@ type kind struct {
 // because the kinds' functions reach back into Proc, which would make a
 // variable's initialisation cyclic.
 func kinds() []kind {
-	return []kind{mysqlKind(), redisKind(), sentinelKind()}
+	return []kind{mysqlKind(), redisKind(), sentinelKind(), appKind(), nginxKind()}
 }
 
 func lookupKind(name string) (kind, error) {
@@ -63,7 +74,7 @@ func (k kind) matches(p *Proc, argv []string) bool {
 	}
 	// A process title may pack everything into argv[0].
 	words := strings.Fields(strings.Join(argv, " "))
-	if len(words) == 0 || strings.TrimSuffix(filepath.Base(words[0]), ":") != k.program {
+	if len(words) == 0 || strings.TrimSuffix(filepath.Base(words[0]), ":") != k.programName(p) {
 		return false
 	}
 	port := strconv.Itoa(p.Port)
@@ -76,22 +87,119 @@ func (k kind) matches(p *Proc, argv []string) bool {
 	return false
 }
 
-// CheckPrograms returns an error wrapping ErrMissingProgram that lists every
-// server binary or client the stack needs but cannot find, or nil when all
-// are installed.
-func CheckPrograms() error {
-	var missing []string
+// programName is the base name p's executable runs under.
+func (k kind) programName(p *Proc) string {
+	if k.path != nil {
+		return filepath.Base(k.path(p))
+	}
+	return k.program
+}
+
+// executable returns the path of the program to run for p.
+func (k kind) executable(p *Proc) (string, error) {
+	if k.path == nil {
+		return programPath(k.program)
+	}
+	path := k.path(p)
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrMissingProgram, err)
+	}
+	if fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%w: %s is not an executable file", ErrMissingProgram, path)
+	}
+	return path, nil
+}
+
+// Program is an executable the stack runs, with the Debian package that
+// ships it, so that a missing one can be named and installed.
+type Program struct {
+	Name    string // e.g. "mariadbd"
+	Package string // e.g. "mariadb-server"
+}
+
+// debianPackages maps every installed program the stack runs to its
+// Debian package. iptables is not a server; Partition runs it.
+var debianPackages = map[string]string{
+	"mariadbd":           "mariadb-server",
+	"mariadb-install-db": "mariadb-server",
+	"mariadb":            "mariadb-client",
+	"mariadb-admin":      "mariadb-client",
+	"redis-server":       "redis-server",
+	"redis-sentinel":     "redis-sentinel",
+	"nginx":              "nginx",
+	iptablesProgram:      "iptables",
+}
+
+// Programs lists every installed program the stack may run: the servers,
+// their tools, and iptables for Partition. The shortener binary is not
+// among them; the caller builds it.
+func Programs() []Program {
+	var out []Program
 	for _, k := range kinds() {
-		for _, name := range append([]string{k.program}, k.tools...) {
-			if _, err := programPath(name); err != nil {
-				missing = append(missing, name)
-			}
+		out = append(out, k.programs()...)
+	}
+	return append(out, Program{iptablesProgram, debianPackages[iptablesProgram]})
+}
+
+// programs lists the installed programs kind k runs.
+func (k kind) programs() []Program {
+	var out []Program
+	if k.program != "" {
+		out = append(out, Program{k.program, debianPackages[k.program]})
+	}
+	for _, t := range k.tools {
+		out = append(out, Program{t, debianPackages[t]})
+	}
+	return out
+}
+
+// MissingPrograms returns the programs of Programs that are not installed.
+func MissingPrograms() []Program {
+	return missing(Programs())
+}
+
+func missing(progs []Program) []Program {
+	var out []Program
+	for _, prog := range progs {
+		if _, err := programPath(prog.Name); err != nil {
+			out = append(out, prog)
 		}
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%w: %s", ErrMissingProgram, strings.Join(missing, ", "))
+	return out
+}
+
+// CheckPrograms returns an error wrapping ErrMissingProgram that lists every
+// program of Programs that is not installed and the Debian packages that
+// ship them, or nil when all are installed.
+func CheckPrograms() error {
+	return missingError(MissingPrograms())
+}
+
+// missingError describes missing programs, or returns nil for none.
+func missingError(miss []Program) error {
+	if len(miss) == 0 {
+		return nil
 	}
-	return nil
+	names := make([]string, len(miss))
+	for i, m := range miss {
+		names[i] = m.Name
+	}
+	return fmt.Errorf("%w: %s (apt-get install %s)", ErrMissingProgram,
+		strings.Join(names, ", "), strings.Join(Packages(miss), " "))
+}
+
+// Packages returns the distinct Debian packages that ship progs, in order.
+func Packages(progs []Program) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, prog := range progs {
+		if !seen[prog.Package] {
+			seen[prog.Package] = true
+			out = append(out, prog.Package)
+		}
+	}
+	return out
 }
 
 // programPath finds name on PATH or in the sbin directories, which a

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -8,13 +9,19 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // attachEmpty writes a stack.json for a stack that never started and
 // attaches to it: enough to exercise pid files without any server.
 func attachEmpty(tb testing.TB) *Stack {
 	tb.Helper()
-	cfg, err := Config{Dir: tb.TempDir()}.withDefaults()
+	cfg, err := Config{
+		Dir:       tb.TempDir(),
+		Apps:      []App{{Name: "app1", NodeID: 1}, {Name: "app2", NodeID: 2}},
+		AppBinary: "/opt/build/shortener",
+		NginxConf: func(NginxLayout) ([]byte, error) { return nil, nil },
+	}.withDefaults()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -133,6 +140,23 @@ func TestPidFileOfOtherProcess(t *testing.T) {
 	if err := writePidFile(p.pidFile(), pid); err != nil {
 		t.Fatal(err)
 	}
+	// The shell starts sleep with vfork and waits, unstoppable, until the
+	// child has exec'd; a SIGSTOP to the group in between stops the child
+	// before its exec and so leaves the shell in that wait for good. Wait
+	// until sleep runs: a real server is past its start-up by now.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = poll(ctx, controlPoll, func(context.Context) error {
+		for _, m := range groupMembers(pid) {
+			if argv := cmdline(m); len(argv) > 0 && argv[0] == "sleep" {
+				return nil
+			}
+		}
+		return errors.New("the stand-in has not started sleep")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	if got := p.Pid(); got != pid {
 		t.Fatalf("Pid: got %d, want %d (cmdline %q)", got, pid, cmdline(pid))
@@ -185,7 +209,11 @@ func TestKindMatches(t *testing.T) {
 	s := attachEmpty(t)
 	redis1, _ := s.Proc("redis-1")
 	mysql, _ := s.Proc("mysql")
+	app1, _ := s.Proc("app1")
+	app2, _ := s.Proc("app2")
+	ngx, _ := s.Proc("nginx")
 	port := strconv.Itoa(redis1.Port)
+	app1Addr := "-addr=127.0.0.1:" + strconv.Itoa(app1.Port)
 	for _, tc := range []struct {
 		name string
 		p    *Proc
@@ -200,6 +228,11 @@ func TestKindMatches(t *testing.T) {
 		{"mariadbd other stack", mysql, []string{"/usr/sbin/mariadbd", "--no-defaults", "--datadir=/elsewhere/mysql/data", "--port=1"}, false},
 		{"other program", redis1, []string{"sleep", "127.0.0.1:" + port}, false},
 		{"empty (zombie)", redis1, nil, false},
+		{"app", app1, []string{"/opt/build/shortener", app1Addr}, true},
+		{"app's port, other app", app2, []string{"/opt/build/shortener", app1Addr}, false},
+		{"other binary on app's port", app1, []string{"/usr/bin/python3", app1Addr}, false},
+		{"nginx master", ngx, []string{"nginx: master process /usr/sbin/nginx -p " + ngx.dir() + "/ -c " + nginxConf(ngx) + " -e stderr -g daemon off;"}, true},
+		{"nginx of another stack", ngx, []string{"nginx: master process /usr/sbin/nginx -p /elsewhere/nginx/ -c /elsewhere/nginx/nginx.conf"}, false},
 	} {
 		if got := tc.p.k.matches(tc.p, tc.argv); got != tc.want {
 			t.Errorf("%s: matches(%q): got %v, want %v", tc.name, tc.argv, got, tc.want)

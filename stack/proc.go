@@ -32,12 +32,15 @@ const (
 // process started the server (then it also reaps it) or found it through
 // the pid file after Attach.
 type Proc struct {
-	// Name identifies the process within its stack: "mysql", "redis-1", …
+	// Name identifies the process within its stack: "mysql", "redis-1", …,
+	// "app1", "nginx".
 	Name string
-	// Kind is KindMySQL, KindRedis or KindSentinel.
+	// Kind is KindMySQL, KindRedis, KindSentinel, KindApp or KindNginx.
 	Kind string
 	// Port is the TCP port the server listens on at 127.0.0.1.
 	Port int
+	// NodeID is an app's Snowflake node ID; 0 for other kinds.
+	NodeID int
 
 	s *Stack
 	k kind
@@ -137,7 +140,8 @@ func (p *Proc) Kill() error {
 }
 
 // Term sends SIGTERM and returns once the server has exited; one that takes
-// longer than a few seconds is killed.
+// longer than its grace period is killed. The grace is a few seconds, and
+// longer for an app, which first drains its connections (see KindApp).
 func (p *Proc) Term() error {
 	p.ctl.Lock()
 	defer p.ctl.Unlock()
@@ -175,13 +179,17 @@ func (p *Proc) Cont() error {
 // Restart stops the server if it runs and starts it again with the same
 // port, configuration and data, returning once it is ready. A Redis node
 // comes back as a replica of whichever node the sentinels name as master,
-// so a restart never makes a second master. On error the server is left
-// stopped. Without a deadline on ctx, Restart gives up after a minute.
+// so a restart never makes a second master. A partitioned server is healed
+// first: it could not show itself ready otherwise. On error the server is
+// left stopped. Without a deadline on ctx, Restart gives up after a minute.
 func (p *Proc) Restart(ctx context.Context) error {
 	p.ctl.Lock()
 	defer p.ctl.Unlock()
 	ctx, cancel := withDefaultTimeout(ctx, defaultRestartTimeout)
 	defer cancel()
+	if err := p.heal(ctx); err != nil {
+		return fmt.Errorf("restart %s: %w", p.Name, err)
+	}
 	if err := p.term(); err != nil && !errors.Is(err, ErrNotRunning) {
 		return fmt.Errorf("restart %s: %w", p.Name, err)
 	}
@@ -213,7 +221,7 @@ func (p *Proc) launch(ctx context.Context, fresh bool) error {
 	portCtx, cancel := context.WithTimeout(ctx, portWait)
 	err := poll(portCtx, controlPoll, func(context.Context) error {
 		if !portFree(p.Port) {
-			return fmt.Errorf("port %d is in use by another program", p.Port)
+			return portInUse(p.Name, p.Port)
 		}
 		return nil
 	})
@@ -227,11 +235,17 @@ func (p *Proc) launch(ctx context.Context, fresh bool) error {
 	if err := p.k.configure(ctx, p, fresh); err != nil {
 		return fmt.Errorf("configure: %w", err)
 	}
-	prog, err := programPath(p.k.program)
+	prog, err := p.k.executable(p)
 	if err != nil {
 		return err
 	}
 	args := p.k.args(p)
+	var env []string
+	if p.k.env != nil {
+		if env, err = p.k.env(p); err != nil {
+			return fmt.Errorf("environment: %w", err)
+		}
+	}
 	logf, err := os.OpenFile(p.LogFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
@@ -241,6 +255,7 @@ func (p *Proc) launch(ctx context.Context, fresh bool) error {
 
 	cmd := exec.Command(prog, args...)
 	cmd.Dir = p.dir()
+	cmd.Env = env // nil inherits this process's
 	// An *os.File is handed to the server as its fd, so output keeps
 	// flowing to the log after this process exits.
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -321,10 +336,14 @@ func (p *Proc) term() error {
 	if err := signal(pid, syscall.SIGTERM, false); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return err
 	}
-	if err := p.waitGone(pid, termGrace); err == nil {
+	grace := p.k.grace
+	if grace == 0 {
+		grace = termGrace
+	}
+	if err := p.waitGone(pid, grace); err == nil {
 		return nil
 	}
-	p.s.log.Warn("no exit after SIGTERM; sending SIGKILL", "proc", p.Name, "pid", pid, "grace", termGrace)
+	p.s.log.Warn("no exit after SIGTERM; sending SIGKILL", "proc", p.Name, "pid", pid, "grace", grace)
 	if err := signal(pid, syscall.SIGKILL, true); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return err
 	}

@@ -1,8 +1,9 @@
 // Package stack starts the servers the shortener runs against — MariaDB,
-// three redis-server nodes and three redis-sentinels — as real local
-// processes on 127.0.0.1, and gives chaos tests and the cmd/stack CLI the
-// controls they need: kill, freeze, continue, restart, and "who is the Redis
-// master now".
+// three redis-server nodes and three redis-sentinels — and, when asked, the
+// shortener apps and nginx in front of them, as real local processes on
+// 127.0.0.1, and gives chaos tests and the cmd/stack CLI the controls they
+// need: kill, terminate, freeze, continue, restart, partition and heal, and
+// "who is the Redis master now".
 //
 // Everything a stack owns lives in one state directory:
 //
@@ -10,6 +11,9 @@
 //	logs/<name>.log     stdout and stderr of each server
 //	pids/<name>.pid     pid of each running server
 //	<name>/             data and config files of each server
+//
+// The package imports nothing else of the project: the caller builds the
+// shortener binary and renders nginx.conf (Config.AppBinary, NginxConf).
 //
 // The servers run in their own process groups, so they outlive the process
 // that started them (the CLI's "up" returns while they keep running) and a
@@ -30,6 +34,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 )
@@ -39,6 +44,13 @@ const (
 	KindMySQL    = "mysql"
 	KindRedis    = "redis"
 	KindSentinel = "sentinel"
+	// KindApp is a shortener instance. It gets its settings as SHORTENER_*
+	// environment variables and is ready once GET /readyz answers 200.
+	// SIGTERM makes it drain, which takes a few seconds, so Term and Close
+	// give it longer than other servers before they SIGKILL it.
+	KindApp = "app"
+	// KindNginx is nginx in front of the apps, run in the foreground.
+	KindNginx = "nginx"
 )
 
 // Credentials of the database users Start creates. They are fixed because
@@ -75,6 +87,9 @@ var (
 	ErrNoMaster = errors.New("stack: sentinels name no master")
 	// ErrMissingProgram reports that a server binary is not installed.
 	ErrMissingProgram = errors.New("stack: program not installed")
+	// ErrPortInUse reports that another program holds a port the stack
+	// needs.
+	ErrPortInUse = errors.New("stack: port already in use")
 )
 
 // Config says where a stack lives and how it is set up. Zero values mean
@@ -100,6 +115,26 @@ type Config struct {
 	FailoverTimeout time.Duration
 	// Database is the MariaDB database to create; default "shortener".
 	Database string
+	// Apps are the shortener instances to run behind nginx, started once
+	// MariaDB, Redis and the sentinels are ready. With none, neither apps
+	// nor nginx run.
+	Apps []App
+	// AppBinary is the path of the built shortener binary; required with
+	// Apps. Restart runs whatever binary is there then.
+	AppBinary string
+	// AppEnv holds extra "KEY=value" variables for every app's environment,
+	// after (so overriding) those the stack sets; see KindApp.
+	AppEnv []string
+	// APIKeyFile, if set, names a file whose contents every app gets as
+	// SHORTENER_API_KEY. It is read at each app start, so that the key
+	// never lands in stack.json.
+	APIKeyFile string
+	// NginxPort is nginx's port; 0 picks a free port.
+	NginxPort int
+	// NginxConf renders nginx.conf from the stack's final ports and paths;
+	// required with Apps. Start calls it once; a Restart of nginx reuses
+	// the file.
+	NginxConf func(NginxLayout) ([]byte, error)
 	// KillWithParent makes the kernel SIGKILL every server when the process
 	// that started it exits. Tests set it so a crashed or timed-out test
 	// binary leaves nothing running; the CLI leaves it off, because its
@@ -107,6 +142,17 @@ type Config struct {
 	KillWithParent bool
 	// Log receives progress messages; nil discards them.
 	Log *slog.Logger
+}
+
+// App is one shortener instance of a stack.
+type App struct {
+	// Name is the process name and the app's instance name, which it sends
+	// in X-Served-By ("app1").
+	Name string
+	// NodeID is the app's Snowflake node ID, distinct per app.
+	NodeID int
+	// Port is the app's HTTP port on 127.0.0.1; 0 picks a free port.
+	Port int
 }
 
 // Stack is a set of running (or stopped) local servers sharing a state
@@ -117,15 +163,23 @@ type Stack struct {
 	log            *slog.Logger
 	killWithParent bool
 
-	procs     []*Proc // in start order: mysql, redis-1..3, sentinel-1..3
+	procs     []*Proc // in start order: mysql, redis-1..3, sentinel-1..3, apps, nginx
 	mysql     *Proc
 	redis     []*Proc
 	sentinels []*Proc
+	apps      []*Proc
+	nginx     *Proc // nil without apps
+
+	// nginxConf renders nginx.conf; only Start has it (Config.NginxConf).
+	nginxConf func(NginxLayout) ([]byte, error)
 
 	closeMu sync.Mutex // serialises Close
 }
 
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+var (
+	namePattern    = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+	appNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+)
 
 // withDefaults validates cfg and fills in its defaults.
 func (cfg Config) withDefaults() (Config, error) {
@@ -165,25 +219,81 @@ func (cfg Config) withDefaults() (Config, error) {
 	case cfg.DownAfter < time.Millisecond || cfg.FailoverTimeout < time.Millisecond:
 		return cfg, fmt.Errorf("%w: sentinel timeouts must be at least 1ms", ErrConfig)
 	}
+	return cfg.appsWithDefaults()
+}
+
+// appsWithDefaults validates the apps part of cfg.
+func (cfg Config) appsWithDefaults() (Config, error) {
+	if len(cfg.Apps) == 0 {
+		return cfg, nil
+	}
+	if cfg.AppBinary == "" || cfg.NginxConf == nil {
+		return cfg, fmt.Errorf("%w: apps need AppBinary and NginxConf", ErrConfig)
+	}
+	bin, err := filepath.Abs(cfg.AppBinary)
+	if err != nil {
+		return cfg, fmt.Errorf("%w: app binary %q: %v", ErrConfig, cfg.AppBinary, err)
+	}
+	cfg.AppBinary = bin
+	if cfg.APIKeyFile != "" {
+		if cfg.APIKeyFile, err = filepath.Abs(cfg.APIKeyFile); err != nil {
+			return cfg, fmt.Errorf("%w: API key file: %v", ErrConfig, err)
+		}
+	}
+	reserved := map[string]bool{"mysql": true, "nginx": true}
+	for i := range 3 {
+		reserved[fmt.Sprintf("redis-%d", i+1)] = true
+		reserved[fmt.Sprintf("sentinel-%d", i+1)] = true
+	}
+	nodes := map[int]bool{}
+	for _, a := range cfg.Apps {
+		switch {
+		case !appNamePattern.MatchString(a.Name):
+			return cfg, fmt.Errorf("%w: app name %q: want lower-case letters, digits, - and _", ErrConfig, a.Name)
+		case reserved[a.Name]:
+			return cfg, fmt.Errorf("%w: app name %q is taken", ErrConfig, a.Name)
+		case a.NodeID < 0 || a.NodeID > 1023:
+			return cfg, fmt.Errorf("%w: app %s: node ID %d: want 0..1023", ErrConfig, a.Name, a.NodeID)
+		case nodes[a.NodeID]:
+			return cfg, fmt.Errorf("%w: app %s: node ID %d is not distinct, codes would collide", ErrConfig, a.Name, a.NodeID)
+		}
+		reserved[a.Name], nodes[a.NodeID] = true, true
+	}
+	for _, e := range cfg.AppEnv {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return cfg, fmt.Errorf("%w: app environment %q: want KEY=value", ErrConfig, e)
+		}
+	}
 	return cfg, nil
 }
 
 // Start starts MariaDB, three redis-server nodes and three sentinels in
-// cfg.Dir and returns once all are ready: the database and users exist, both
-// replicas are linked to the master, and every sentinel knows the master,
-// both replicas and the other two sentinels. On error it stops whatever it
-// started.
+// cfg.Dir, then the apps, then nginx, and returns once all are ready: the
+// database and users exist, both replicas are linked to the master, every
+// sentinel knows the master, both replicas and the other two sentinels,
+// every app answers /readyz and nginx answers HTTP. On error it stops
+// whatever it started.
 //
 // Start always sets up a fresh Redis topology (redis-1 master); only
 // MariaDB's data survives from an earlier stack in the same directory. It
-// returns ErrRunning if a server of an earlier stack there is still running.
-// Without a deadline on ctx, Start gives up after two minutes.
+// returns ErrRunning if a server of an earlier stack there is still running,
+// and ErrPortInUse, naming the port and the process, if another program
+// holds a port, before it starts anything. Without a deadline on ctx, Start
+// gives up after two minutes.
 func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckPrograms(); err != nil {
+	need := []kind{mysqlKind(), redisKind(), sentinelKind()}
+	if len(cfg.Apps) > 0 {
+		need = append(need, nginxKind())
+	}
+	var progs []Program
+	for _, k := range need {
+		progs = append(progs, k.programs()...)
+	}
+	if err := missingError(missing(progs)); err != nil {
 		return nil, err
 	}
 	ctx, cancel := withDefaultTimeout(ctx, defaultStartTimeout)
@@ -211,6 +321,13 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start stack: %w", err)
 	}
+	// Checked all at once, so that a taken port fails the start before any
+	// server runs; launch checks again, as a port can be taken meanwhile.
+	for _, ps := range st.Procs {
+		if !portFree(ps.Port) {
+			return nil, fmt.Errorf("start stack: %w", portInUse(ps.Name, ps.Port))
+		}
+	}
 	// stack.json goes first, so that even a half-started stack can be
 	// attached to and stopped by a later process.
 	if err := writeState(cfg.Dir, st); err != nil {
@@ -220,6 +337,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start stack: %w", err)
 	}
+	s.nginxConf = cfg.NginxConf
 	begin := time.Now()
 	if err := s.start(ctx); err != nil {
 		if cerr := s.Close(); cerr != nil {
@@ -227,14 +345,19 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		}
 		return nil, fmt.Errorf("start stack: %w", err)
 	}
-	s.log.Info("stack ready", "dir", s.dir, "took", time.Since(begin).Round(time.Millisecond),
-		"mysql", s.mysql.Addr(), "sentinels", s.SentinelAddrs())
+	attrs := []any{"dir", s.dir, "took", time.Since(begin).Round(time.Millisecond),
+		"mysql", s.mysql.Addr(), "sentinels", s.SentinelAddrs()}
+	if s.nginx != nil {
+		attrs = append(attrs, "base_url", s.BaseURL())
+	}
+	s.log.Info("stack ready", attrs...)
 	return s, nil
 }
 
 // start brings the servers up: MariaDB alongside Redis, because the two do
 // not depend on each other and MariaDB's start overlaps the sentinels'
-// discovery of each other.
+// discovery of each other. The apps need both, and nginx is started last so
+// that its first request finds an app.
 func (s *Stack) start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var mysqlErr error
@@ -242,7 +365,16 @@ func (s *Stack) start(ctx context.Context) error {
 
 	redisErr := s.startRedis(ctx)
 	wg.Wait()
-	return errors.Join(mysqlErr, redisErr)
+	if err := errors.Join(mysqlErr, redisErr); err != nil {
+		return err
+	}
+	if err := launchAll(ctx, s.apps); err != nil {
+		return err
+	}
+	if s.nginx != nil {
+		return s.nginx.start(ctx, true)
+	}
+	return nil
 }
 
 // startRedis starts the nodes, waits for both replicas to link, and only then
@@ -301,7 +433,7 @@ func newStack(dir string, st state, log *slog.Logger, killWithParent bool) (*Sta
 		if err != nil {
 			return nil, fmt.Errorf("process %s: %w", ps.Name, err)
 		}
-		p := &Proc{Name: ps.Name, Kind: ps.Kind, Port: ps.Port, s: s, k: k}
+		p := &Proc{Name: ps.Name, Kind: ps.Kind, Port: ps.Port, NodeID: ps.NodeID, s: s, k: k}
 		s.procs = append(s.procs, p)
 		switch ps.Kind {
 		case KindMySQL:
@@ -310,22 +442,38 @@ func newStack(dir string, st state, log *slog.Logger, killWithParent bool) (*Sta
 			s.redis = append(s.redis, p)
 		case KindSentinel:
 			s.sentinels = append(s.sentinels, p)
+		case KindApp:
+			s.apps = append(s.apps, p)
+		case KindNginx:
+			s.nginx = p
 		}
 	}
 	if s.mysql == nil || len(s.redis) != 3 || len(s.sentinels) != 3 {
 		return nil, fmt.Errorf("%w: stack.json lists %d processes, want mysql, 3 redis, 3 sentinels", ErrNoStack, len(s.procs))
 	}
+	if (len(s.apps) > 0) != (s.nginx != nil) || (len(s.apps) > 0 && st.AppBinary == "") {
+		return nil, fmt.Errorf("%w: stack.json lists %d apps, nginx %v, app binary %q: want apps, nginx and a binary, or none", ErrNoStack, len(s.apps), s.nginx != nil, st.AppBinary)
+	}
 	return s, nil
 }
 
-// Close stops every server of the stack, highest tier first (sentinels before
-// the Redis nodes they would otherwise fail over, Redis before MariaDB). Each
-// gets SIGCONT (a frozen process would never act on SIGTERM), SIGTERM, a few
-// seconds to exit, then SIGKILL. It removes the pid files and is idempotent;
+// Close stops every server of the stack, highest tier first (nginx before
+// the apps, the apps before the servers they use, sentinels before the
+// Redis nodes they would otherwise fail over, Redis before MariaDB). Each
+// gets SIGCONT (a frozen process would never act on SIGTERM), SIGTERM, its
+// grace period to exit, then SIGKILL. It first removes the stack's
+// partition rules, and it removes the pid files; it is idempotent, and
 // servers that are already down are skipped.
 func (s *Stack) Close() error {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
+
+	var errs []error
+	ctx, cancel := context.WithTimeout(context.Background(), 2*iptablesTimeout)
+	if err := healAll(ctx, s.dir); err != nil {
+		errs = append(errs, fmt.Errorf("heal partitions: %w", err))
+	}
+	cancel()
 
 	byTier := map[int][]*Proc{}
 	maxTier := 0
@@ -333,7 +481,6 @@ func (s *Stack) Close() error {
 		byTier[p.k.tier] = append(byTier[p.k.tier], p)
 		maxTier = max(maxTier, p.k.tier)
 	}
-	var errs []error
 	for tier := maxTier; tier >= 0; tier-- {
 		procs := byTier[tier]
 		tierErrs := make([]error, len(procs))
@@ -390,6 +537,22 @@ func (s *Stack) Redis() []*Proc { return append([]*Proc(nil), s.redis...) }
 
 // Sentinels returns the redis-sentinel processes.
 func (s *Stack) Sentinels() []*Proc { return append([]*Proc(nil), s.sentinels...) }
+
+// Apps returns the app processes in Config.Apps order; none when the stack
+// runs no apps.
+func (s *Stack) Apps() []*Proc { return append([]*Proc(nil), s.apps...) }
+
+// Nginx returns the nginx process, or nil when the stack runs no apps.
+func (s *Stack) Nginx() *Proc { return s.nginx }
+
+// BaseURL returns "http://127.0.0.1:<nginx port>", the address clients use,
+// or "" when the stack runs no apps.
+func (s *Stack) BaseURL() string {
+	if s.nginx == nil {
+		return ""
+	}
+	return "http://" + s.nginx.Addr()
+}
 
 // Procs returns every process in start order.
 func (s *Stack) Procs() []*Proc { return append([]*Proc(nil), s.procs...) }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -264,5 +265,32 @@ func assertGone(tb testing.TB, s *stack.Stack, pids map[string]int) {
 		if _, err := os.Stat(s.Dir() + "/pids/" + name + ".pid"); !errors.Is(err, os.ErrNotExist) {
 			tb.Errorf("%s pid file after Close: got %v, want none", name, err)
 		}
+	}
+}
+
+// TestPortTaken checks that Start names a port another program holds, and
+// the process that wanted it, before it starts anything.
+func TestPortTaken(t *testing.T) {
+	stacktest.RequirePrograms(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	_, err = stack.Start(ctx, stack.Config{Dir: dir, SentinelPorts: [3]int{0, port, 0}, KillWithParent: true})
+	if !errors.Is(err, stack.ErrPortInUse) {
+		t.Fatalf("Start with a taken port: got %v, want ErrPortInUse", err)
+	}
+	for _, want := range []string{"sentinel-2", ":" + strconv.Itoa(port), fmt.Sprintf("pid %d", os.Getpid())} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
+	}
+	if pids, _ := os.ReadDir(dir + "/pids"); len(pids) > 0 {
+		t.Errorf("Start left pid files after a port error: %v", pids)
 	}
 }

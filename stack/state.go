@@ -23,13 +23,17 @@ type state struct {
 	FailoverTimeoutMS int64       `json:"failover_timeout_ms"`
 	Database          string      `json:"database"`
 	MySQLSocket       string      `json:"mysql_socket"`
+	AppBinary         string      `json:"app_binary,omitempty"`
+	AppEnv            []string    `json:"app_env,omitempty"`
+	APIKeyFile        string      `json:"api_key_file,omitempty"`
 	Procs             []procState `json:"procs"`
 }
 
 type procState struct {
-	Name string `json:"name"`
-	Kind string `json:"kind"`
-	Port int    `json:"port"`
+	Name   string `json:"name"`
+	Kind   string `json:"kind"`
+	Port   int    `json:"port"`
+	NodeID int    `json:"node_id,omitempty"`
 }
 
 const stateFile = "stack.json"
@@ -47,13 +51,29 @@ func newState(cfg Config) (state, error) {
 		FailoverTimeoutMS: cfg.FailoverTimeout.Milliseconds(),
 		Database:          cfg.Database,
 		MySQLSocket:       socketPath(cfg.Dir),
+		AppBinary:         cfg.AppBinary,
+		AppEnv:            cfg.AppEnv,
+		APIKeyFile:        cfg.APIKeyFile,
 	}
 	want := []int{cfg.MySQLPort}
 	want = append(want, cfg.RedisPorts[:]...)
 	want = append(want, cfg.SentinelPorts[:]...)
+	for _, a := range cfg.Apps {
+		want = append(want, a.Port)
+	}
+	if len(cfg.Apps) > 0 {
+		want = append(want, cfg.NginxPort)
+	}
 	ports, err := pickPorts(want)
 	if err != nil {
 		return st, err
+	}
+	seen := map[int]bool{}
+	for _, p := range ports {
+		if seen[p] {
+			return st, fmt.Errorf("%w: port %d is configured twice", ErrConfig, p)
+		}
+		seen[p] = true
 	}
 	st.Procs = append(st.Procs, procState{Name: "mysql", Kind: KindMySQL, Port: ports[0]})
 	for i := range 3 {
@@ -61,6 +81,12 @@ func newState(cfg Config) (state, error) {
 	}
 	for i := range 3 {
 		st.Procs = append(st.Procs, procState{Name: fmt.Sprintf("sentinel-%d", i+1), Kind: KindSentinel, Port: ports[4+i]})
+	}
+	for i, a := range cfg.Apps {
+		st.Procs = append(st.Procs, procState{Name: a.Name, Kind: KindApp, Port: ports[7+i], NodeID: a.NodeID})
+	}
+	if len(cfg.Apps) > 0 {
+		st.Procs = append(st.Procs, procState{Name: "nginx", Kind: KindNginx, Port: ports[7+len(cfg.Apps)]})
 	}
 	return st, nil
 }

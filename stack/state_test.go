@@ -1,7 +1,10 @@
 package stack
 
 import (
+	"errors"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,5 +44,167 @@ func TestPickPorts(t *testing.T) {
 		if p != 6380 && (p < 15000 || p >= ephemeralLow()) {
 			t.Errorf("picked port %d outside %d..%d", p, 15000, ephemeralLow()-1)
 		}
+	}
+}
+
+func TestConfigApps(t *testing.T) {
+	render := func(NginxLayout) ([]byte, error) { return nil, nil }
+	good := Config{
+		Dir:       t.TempDir(),
+		Apps:      []App{{Name: "app1", NodeID: 1}, {Name: "app2", NodeID: 2}},
+		AppBinary: "bin/shortener",
+		NginxConf: render,
+	}
+	cfg, err := good.withDefaults()
+	if err != nil {
+		t.Fatalf("valid config: %v", err)
+	}
+	if !filepath.IsAbs(cfg.AppBinary) {
+		t.Errorf("AppBinary: got %q, want an absolute path", cfg.AppBinary)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"no binary", func(c *Config) { c.AppBinary = "" }},
+		{"no nginx renderer", func(c *Config) { c.NginxConf = nil }},
+		{"same node ID", func(c *Config) { c.Apps[1].NodeID = 1 }},
+		{"node ID out of range", func(c *Config) { c.Apps[0].NodeID = 1024 }},
+		{"same name", func(c *Config) { c.Apps[1].Name = "app1" }},
+		{"name of a server", func(c *Config) { c.Apps[0].Name = "redis-1" }},
+		{"name with a slash", func(c *Config) { c.Apps[0].Name = "a/b" }},
+		{"env without =", func(c *Config) { c.AppEnv = []string{"SHORTENER_LOG_LEVEL"} }},
+	} {
+		c := good
+		c.Apps = append([]App(nil), good.Apps...)
+		tc.edit(&c)
+		if _, err := c.withDefaults(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: got %v, want ErrConfig", tc.name, err)
+		}
+	}
+
+	// The apps and nginx follow the servers, in that order, and a later
+	// process rebuilds them from stack.json.
+	cfg.NginxPort = 18080
+	st, err := newState(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range st.Procs {
+		names = append(names, p.Name)
+	}
+	if got, want := strings.Join(names, " "), "mysql redis-1 redis-2 redis-3 sentinel-1 sentinel-2 sentinel-3 app1 app2 nginx"; got != want {
+		t.Errorf("procs: got %s, want %s", got, want)
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "pids"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeState(cfg.Dir, st); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Attach(cfg.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps := s.Apps()
+	if len(apps) != 2 || apps[0].NodeID != 1 || apps[1].NodeID != 2 || apps[0].Kind != KindApp {
+		t.Fatalf("attached apps: got %v", apps)
+	}
+	if got, want := s.BaseURL(), "http://127.0.0.1:18080"; got != want {
+		t.Errorf("BaseURL: got %q, want %q", got, want)
+	}
+	env, err := appEnv(apps[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"SHORTENER_NODE_ID=2", "SHORTENER_INSTANCE=app2", "SHORTENER_BASE_URL=http://127.0.0.1:18080",
+		"SHORTENER_ADDR=" + apps[1].Addr(), "SHORTENER_MYSQL_DSN=" + s.MySQLDSN(), "SHORTENER_REDIS_MASTER=shortener",
+		"SHORTENER_REDIS_SENTINELS=" + strings.Join(s.SentinelAddrs(), ",")} {
+		if !slices.Contains(env, want) {
+			t.Errorf("app2 environment lacks %s: %q", want, env)
+		}
+	}
+	l := s.nginxLayout()
+	if l.Listen != "127.0.0.1:18080" || len(l.Apps) != 2 || l.Apps[0] != apps[0].Addr() || !strings.HasPrefix(l.TempDir, cfg.Dir) {
+		t.Errorf("nginx layout: got %+v", l)
+	}
+}
+
+func TestAppAPIKey(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "api-key")
+	cfg, err := Config{
+		Dir: dir, Apps: []App{{Name: "app1", NodeID: 1}}, AppBinary: "/bin/true", APIKeyFile: keyFile,
+		AppEnv:    []string{"SHORTENER_LOG_LEVEL=debug", "SHORTENER_NODE_ID=7"},
+		NginxConf: func(NginxLayout) ([]byte, error) { return nil, nil },
+	}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := newState(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := newStack(dir, st, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := s.Apps()[0]
+	if _, err := appEnv(app); err == nil {
+		t.Error("appEnv without the key file: got nil error")
+	}
+	if err := os.WriteFile(keyFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env, err := appEnv(app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(env, "SHORTENER_API_KEY=s3cret") {
+		t.Errorf("environment lacks the key: %q", env)
+	}
+	// Config.AppEnv comes last, so it wins (exec keeps the last of duplicates).
+	if got := env[len(env)-2:]; got[0] != "SHORTENER_LOG_LEVEL=debug" || got[1] != "SHORTENER_NODE_ID=7" {
+		t.Errorf("environment ends %q, want Config.AppEnv last", got)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, stateFile))
+	if strings.Contains(string(b), "s3cret") {
+		t.Error("stack.json holds the API key")
+	}
+}
+
+func TestSplitRule(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want []string
+	}{
+		{`-A INPUT -i lo -j DROP`, []string{"-A", "INPUT", "-i", "lo", "-j", "DROP"}},
+		{`-A INPUT -m comment --comment "shortener-stack /tmp/x redis-1" -j DROP`,
+			[]string{"-A", "INPUT", "-m", "comment", "--comment", "shortener-stack /tmp/x redis-1", "-j", "DROP"}},
+		{`-A INPUT --comment "say \"hi\""`, []string{"-A", "INPUT", "--comment", `say "hi"`}},
+		{`-A INPUT --comment ""`, []string{"-A", "INPUT", "--comment", ""}},
+	} {
+		got, err := splitRule(tc.line)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("splitRule(%s): got %q, %v, want %q", tc.line, got, err, tc.want)
+		}
+	}
+	if _, err := splitRule(`--comment "open`); err == nil {
+		t.Error("splitRule of an open quote: got nil error")
+	}
+}
+
+func TestStackComment(t *testing.T) {
+	a, b := stackComment("/tmp/a"), stackComment("/tmp/a-b")
+	if a != "shortener-stack /tmp/a " || strings.HasPrefix(b, a) {
+		t.Errorf("stackComment: got %q and %q, want distinct, neither a prefix of the other", a, b)
+	}
+	long := "/tmp/" + strings.Repeat("d", 300)
+	if c := stackComment(long); len(c)+32 > maxComment || c != stackComment(long) || c == stackComment(long+"x") {
+		t.Errorf("stackComment of a long dir: got %q, want a short, stable, distinct hash", c)
+	}
+	if c := stackComment("/tmp/with space"); strings.Contains(c, "with space") {
+		t.Errorf("stackComment of a dir with a space: got %q, want it hashed", c)
 	}
 }

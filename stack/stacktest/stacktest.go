@@ -1,9 +1,11 @@
-// Package stacktest starts a local stack (MariaDB, Redis, Sentinels) for
-// integration tests, one per test, and tears it down with the test.
+// Package stacktest starts a local stack (MariaDB, Redis, Sentinels, and
+// when asked the apps and nginx) for integration tests, one per test, and
+// tears it down with the test.
 package stacktest
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -29,6 +31,18 @@ const logTail = 25
 // skipping.
 func Start(tb testing.TB) *stack.Stack {
 	tb.Helper()
+	return StartWith(tb, func(ctx context.Context, dir string, log *slog.Logger) (*stack.Stack, error) {
+		return stack.Start(ctx, stack.Config{Dir: dir, KillWithParent: true, Log: log})
+	})
+}
+
+// StartWith is Start with the caller's way of starting the stack: start
+// gets a fresh temporary directory and a logger that writes to the test
+// log, and must set stack.Config.KillWithParent, so that a crashed test
+// leaves no server behind. cmd/stack starts its full stack (apps, nginx)
+// through it with the same code as "stack up".
+func StartWith(tb testing.TB, start func(ctx context.Context, dir string, log *slog.Logger) (*stack.Stack, error)) *stack.Stack {
+	tb.Helper()
 	RequirePrograms(tb)
 
 	w := &tbWriter{tb: tb}
@@ -38,11 +52,7 @@ func Start(tb testing.TB) *stack.Stack {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	dir := tb.TempDir()
-	s, err := stack.Start(ctx, stack.Config{
-		Dir:            dir,
-		KillWithParent: true,
-		Log:            slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})),
-	})
+	s, err := start(ctx, dir, slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	if err != nil {
 		// Start has stopped what it started; the logs tell why.
 		if a, aerr := stack.Attach(dir); aerr == nil {
@@ -61,21 +71,37 @@ func Start(tb testing.TB) *stack.Stack {
 	return s
 }
 
-// RequirePrograms skips the test unless the servers a stack runs are
-// installed, saying how to get them; with SHORTENER_INTEGRATION=1 it fails
-// the test instead, because CI must not pass by skipping.
+// RequirePrograms skips the test unless the programs a stack runs
+// (stack.Programs) are installed, saying how to get them; with
+// SHORTENER_INTEGRATION=1 it fails the test instead, because CI must not
+// pass by skipping.
 func RequirePrograms(tb testing.TB) {
 	tb.Helper()
-	err := stack.CheckPrograms()
-	if err == nil {
+	miss := stack.MissingPrograms()
+	if len(miss) == 0 {
 		return
 	}
-	const how = "integration test needs mariadbd, redis-server, redis-sentinel; " +
-		"install them (apt-get install mariadb-server redis-server redis-sentinel) or run `make test`"
-	if os.Getenv("SHORTENER_INTEGRATION") == "1" {
-		tb.Fatalf("%s: %v", how, err)
+	unavailable(tb, fmt.Sprintf("integration test needs the stack's servers; install them "+
+		"(apt-get install %s) or run `make test`: %v", strings.Join(stack.Packages(miss), " "), stack.CheckPrograms()))
+}
+
+// RequireRoot skips the test unless it runs as root, as iptables (a
+// partition) needs; with SHORTENER_INTEGRATION=1 it fails instead.
+func RequireRoot(tb testing.TB) {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		unavailable(tb, "test needs root for iptables (stack partitions); run `make test` as root, as CI does")
 	}
-	tb.Skipf("%s (%v)", how, err)
+}
+
+// unavailable fails the test under SHORTENER_INTEGRATION=1 and skips it
+// otherwise, with the same message.
+func unavailable(tb testing.TB, msg string) {
+	tb.Helper()
+	if os.Getenv("SHORTENER_INTEGRATION") == "1" {
+		tb.Fatal(msg)
+	}
+	tb.Skip(msg)
 }
 
 // logTails prints the end of each server's log to the test log.

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"shortener/nginx"
+	"shortener/stack"
+)
+
+// ports are the TCP ports of one stack on 127.0.0.1; 0 picks a free one.
+type ports struct {
+	MySQL     int
+	Redis     [3]int // [0] starts as the master
+	Sentinels [3]int
+	Apps      [2]int // app1, app2
+	Nginx     int
+}
+
+// localPorts are the ports "up" uses, those of DESIGN.md: every tool and
+// document that talks to the local stack assumes them.
+var localPorts = ports{
+	MySQL:     3307,
+	Redis:     [3]int{6380, 6381, 6382},
+	Sentinels: [3]int{26380, 26381, 26382},
+	Apps:      [2]int{8081, 8082},
+	Nginx:     8080,
+}
+
+// apps are the two instances behind nginx. Their node IDs must differ, or
+// their codes collide.
+var apps = [2]struct {
+	name   string
+	nodeID int
+}{{"app1", 1}, {"app2", 2}}
+
+// apiKeyFile is the local API key's file name in the state directory.
+const apiKeyFile = "api-key"
+
+// stackConfig is the whole local stack: "up" runs it on localPorts in
+// .stack/, the end-to-end tests on free ports in a temporary directory;
+// nothing else differs. killWithParent is for tests, whose servers must
+// die with them.
+func stackConfig(dir, bin string, p ports, killWithParent bool, log *slog.Logger) stack.Config {
+	cfg := stack.Config{
+		Dir:            dir,
+		MySQLPort:      p.MySQL,
+		RedisPorts:     p.Redis,
+		SentinelPorts:  p.Sentinels,
+		MasterName:     "shortener",
+		Quorum:         2,
+		Database:       "shortener",
+		AppBinary:      bin,
+		APIKeyFile:     filepath.Join(dir, apiKeyFile),
+		NginxPort:      p.Nginx,
+		NginxConf:      renderNginx,
+		KillWithParent: killWithParent,
+		Log:            log,
+	}
+	for i, a := range apps {
+		cfg.Apps = append(cfg.Apps, stack.App{Name: a.name, NodeID: a.nodeID, Port: p.Apps[i]})
+	}
+	return cfg
+}
+
+// startStack writes the API key if there is none yet and starts the stack.
+func startStack(ctx context.Context, cfg stack.Config) (*stack.Stack, error) {
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("start stack: %w", err)
+	}
+	if err := ensureAPIKey(cfg.APIKeyFile); err != nil {
+		return nil, fmt.Errorf("start stack: %w", err)
+	}
+	return stack.Start(ctx, cfg)
+}
+
+// renderNginx is the stack's nginx.conf: the shared template, filled in
+// with the stack's ports and paths.
+func renderNginx(l stack.NginxLayout) ([]byte, error) {
+	var b bytes.Buffer
+	err := nginx.Render(&b, nginx.Config{
+		Listen:  l.Listen,
+		Apps:    l.Apps,
+		PIDFile: l.PIDFile,
+		LogDir:  l.LogDir,
+		TempDir: l.TempDir,
+		User:    l.User,
+	})
+	return b.Bytes(), err
+}
+
+// ensureAPIKey writes a random key to path, readable by its owner only,
+// unless a key is there already: one that scripts and people have copied
+// must survive a restart of the stack.
+func ensureAPIKey(path string) error {
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil && strings.TrimSpace(string(b)) != "":
+		if err := os.Chmod(path, 0o600); err != nil {
+			return fmt.Errorf("api key: %w", err)
+		}
+		return nil
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("api key: %w", err)
+	}
+	key := make([]byte, 24)
+	if _, err := rand.Read(key); err != nil {
+		return fmt.Errorf("api key: %w", err)
+	}
+	tmp := path + ".new"
+	os.Remove(tmp) // WriteFile keeps the mode of a file that exists
+	if err := os.WriteFile(tmp, []byte(hex.EncodeToString(key)+"\n"), 0o600); err != nil {
+		return fmt.Errorf("api key: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("api key: %w", err)
+	}
+	return nil
+}

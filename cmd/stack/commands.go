@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"shortener/stack"
+)
+
+// masterTimeout bounds "who is the master" in status and master: the
+// sentinels answer at once or are down.
+const masterTimeout = 3 * time.Second
+
+// up starts the stack in o.dir on o.ports and waits until it is ready. A
+// stack that already runs there is left as it is, except that its stopped
+// processes are restarted, so running up twice is harmless.
+func up(ctx context.Context, o options, stdout, stderr io.Writer) error {
+	if err := ensurePrograms(ctx, o.sys, stdout); err != nil {
+		return err
+	}
+	if err := checkBinary(o.bin); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == slog.LevelKey {
+				return slog.Attr{} // progress lines for a person
+			}
+			return a
+		},
+	}))
+	cfg := stackConfig(o.dir, o.bin, o.ports, o.killWithParent, log)
+	if s, err := stack.Attach(o.dir); err == nil && len(running(s)) > 0 {
+		return resume(ctx, s, cfg, stdout)
+	}
+	fmt.Fprintf(stdout, "starting the stack in %s\n", o.dir)
+	begin := time.Now()
+	s, err := startStack(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "stack is up in %s: %s\n", time.Since(begin).Round(100*time.Millisecond), s.BaseURL())
+	summary(stdout, s)
+	return nil
+}
+
+// resume handles up on a stack that runs: it must be the same stack (the
+// same processes, on the ports asked for), and whatever of it is down is
+// restarted.
+func resume(ctx context.Context, s *stack.Stack, cfg stack.Config, stdout io.Writer) error {
+	if err := sameLayout(s, cfg); err != nil {
+		return fmt.Errorf("a different stack runs in %s (%v); stop it with `stack down -dir %s` first", s.Dir(), err, s.Dir())
+	}
+	if err := ensureAPIKey(cfg.APIKeyFile); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "the stack in %s is already running\n", s.Dir())
+	for _, p := range s.Procs() {
+		if p.Running() {
+			// Left as they are: someone froze or cut them off on purpose.
+			if p.Frozen() {
+				fmt.Fprintf(stdout, "note: %s is frozen; `stack cont %s` thaws it\n", p.Name, p.Name)
+			}
+			if os.Geteuid() == 0 {
+				if on, err := p.Partitioned(ctx); err == nil && on {
+					fmt.Fprintf(stdout, "note: %s is partitioned; `stack heal %s` heals it\n", p.Name, p.Name)
+				}
+			}
+			continue
+		}
+		if err := p.Restart(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "restarted %s, which was down (pid %d)\n", p, p.Pid())
+	}
+	summary(stdout, s)
+	return nil
+}
+
+// sameLayout reports how s differs from what cfg would start; a port of 0
+// in cfg matches any.
+func sameLayout(s *stack.Stack, cfg stack.Config) error {
+	want := map[string]int{"mysql": cfg.MySQLPort}
+	for i := range 3 {
+		want[fmt.Sprintf("redis-%d", i+1)] = cfg.RedisPorts[i]
+		want[fmt.Sprintf("sentinel-%d", i+1)] = cfg.SentinelPorts[i]
+	}
+	for _, a := range cfg.Apps {
+		want[a.Name] = a.Port
+	}
+	want["nginx"] = cfg.NginxPort
+	procs := s.Procs()
+	if len(procs) != len(want) {
+		return fmt.Errorf("%d processes, want %d", len(procs), len(want))
+	}
+	for _, p := range procs {
+		port, ok := want[p.Name]
+		if !ok {
+			return fmt.Errorf("unexpected process %s", p.Name)
+		}
+		if port != 0 && port != p.Port {
+			return fmt.Errorf("%s on port %d, want %d", p.Name, p.Port, port)
+		}
+	}
+	return nil
+}
+
+// summary tells a person where things are and what to do next.
+func summary(w io.Writer, s *stack.Stack) {
+	base := s.BaseURL()
+	logs := filepath.Join(s.Dir(), "logs")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  base URL\t%s\n", base)
+	fmt.Fprintf(tw, "  try\tcurl -s -X POST %s/api/v1/links -d '{\"url\":\"https://example.com/x\"}'\n", base)
+	fmt.Fprintf(tw, "  logs\t%s/ (app1.log, app2.log, nginx-access.log, mysql.log, redis-1.log, sentinel-1.log, ...)\n", logs)
+	fmt.Fprintf(tw, "  API key\t%s (send it as X-Api-Key)\n", filepath.Join(s.Dir(), apiKeyFile))
+	fmt.Fprintf(tw, "  status\tmake status   (or: bin/stack status)\n")
+	fmt.Fprintf(tw, "  stop\tmake down     (or: bin/stack down)\n")
+	tw.Flush()
+}
+
+// down stops every process of the stack in dir.
+func down(dir string, stdout io.Writer) error {
+	s, err := stack.Attach(dir)
+	if errors.Is(err, stack.ErrNoStack) {
+		fmt.Fprintf(stdout, "no stack in %s\n", dir)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	n := len(running(s))
+	if err := s.Close(); err != nil {
+		return err
+	}
+	if left := running(s); len(left) > 0 {
+		return fmt.Errorf("down: still running after stop: %s", strings.Join(left, ", "))
+	}
+	fmt.Fprintf(stdout, "stopped %d processes of the stack in %s\n", n, dir)
+	return nil
+}
+
+// running returns the names of the stack's running processes.
+func running(s *stack.Stack) []string {
+	var names []string
+	for _, p := range s.Procs() {
+		if p.Running() {
+			names = append(names, p.Name)
+		}
+	}
+	return names
+}
+
+// status prints every process with its pid, port and state, then the
+// Redis master.
+func status(ctx context.Context, dir string, stdout io.Writer) error {
+	s, err := stack.Attach(dir)
+	if errors.Is(err, stack.ErrNoStack) {
+		fmt.Fprintf(stdout, "no stack in %s (start one with `make up`)\n", dir)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "stack in %s, base URL %s\n", s.Dir(), s.BaseURL())
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPID\tPORT\tSTATE")
+	for _, p := range s.Procs() {
+		pid, state := "-", "down"
+		if n := p.Pid(); n != 0 {
+			pid, state = fmt.Sprint(n), "up"
+			if p.Frozen() {
+				state = "frozen"
+			}
+		}
+		// Only root can have partitioned anything, and only root may list
+		// iptables rules.
+		if os.Geteuid() == 0 {
+			if on, err := p.Partitioned(ctx); err == nil && on {
+				state += ", partitioned"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", p.Name, pid, p.Port, state)
+	}
+	tw.Flush()
+	mctx, cancel := context.WithTimeout(ctx, masterTimeout)
+	defer cancel()
+	sentinels := 0
+	for _, p := range s.Sentinels() {
+		if p.Running() {
+			sentinels++
+		}
+	}
+	if sentinels == 0 {
+		fmt.Fprintln(stdout, "master: unknown (no sentinel is running)")
+	} else if m, err := s.Master(mctx); err != nil {
+		fmt.Fprintf(stdout, "master: unknown (%v)\n", err)
+	} else {
+		fmt.Fprintf(stdout, "master: %s (%s)\n", m.Name, m.Addr())
+	}
+	return nil
+}
+
+// master prints the Redis master as the sentinels see it.
+func master(ctx context.Context, dir string, stdout io.Writer) error {
+	s, err := stack.Attach(dir)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, masterTimeout)
+	defer cancel()
+	m, err := s.Master(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s %s\n", m.Name, m.Addr())
+	return nil
+}
+
+// control applies a process control (kill, term, …) to the named
+// processes, in order, stopping at the first failure.
+func control(ctx context.Context, dir, cmd string, names []string, stdout io.Writer) error {
+	s, err := stack.Attach(dir)
+	if err != nil {
+		return err
+	}
+	procs := make([]*stack.Proc, len(names))
+	for i, name := range names {
+		if procs[i], err = s.Proc(name); err != nil {
+			var valid []string
+			for _, p := range s.Procs() {
+				valid = append(valid, p.Name)
+			}
+			return usageError{fmt.Sprintf("%v; names: %s", err, strings.Join(valid, " "))}
+		}
+	}
+	for _, p := range procs {
+		pid := p.Pid()
+		var err error
+		var did string
+		switch cmd {
+		case "kill":
+			err, did = p.Kill(), fmt.Sprintf("killed %s (pid %d)", p.Name, pid)
+		case "term":
+			err, did = p.Term(), fmt.Sprintf("terminated %s (pid %d)", p.Name, pid)
+		case "stop":
+			err, did = p.Stop(), fmt.Sprintf("froze %s (pid %d)", p.Name, pid)
+		case "cont":
+			err, did = p.Cont(), fmt.Sprintf("thawed %s (pid %d)", p.Name, pid)
+		case "restart":
+			err = p.Restart(ctx)
+			did = fmt.Sprintf("restarted %s (pid %d, %s)", p.Name, p.Pid(), p.Addr())
+		case "partition":
+			err, did = p.Partition(ctx), fmt.Sprintf("partitioned %s: packets to %s are dropped", p.Name, p.Addr())
+		case "heal":
+			err, did = p.Heal(ctx), fmt.Sprintf("healed %s", p.Name)
+		default:
+			return usageError{fmt.Sprintf("unknown command %q", cmd)}
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, did)
+	}
+	return nil
+}
+
+// checkBinary fails unless bin is an executable file, saying how to build it.
+func checkBinary(bin string) error {
+	fi, err := os.Stat(bin)
+	if err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+		return nil
+	}
+	if err == nil {
+		err = errors.New("not an executable file")
+	}
+	return fmt.Errorf("shortener binary %s: %v; build it with `make build` (or run `make up`), or name it with -bin", bin, err)
+}

@@ -1,0 +1,193 @@
+// Command stack runs the shortener's whole topology on 127.0.0.1 — MariaDB,
+// three Redis nodes, three sentinels, two app instances and nginx in front
+// of them — and gives people, tests and chaos runs the controls they need:
+//
+//	stack up                   start the stack and wait until every part is ready
+//	stack down                 stop every process of the stack
+//	stack status               each process: pid, port, up/down/frozen/partitioned; the Redis master
+//	stack master               the Redis master, as the sentinels see it
+//	stack kill NAME...         SIGKILL
+//	stack term NAME...         SIGTERM (an app drains first), wait until it exits
+//	stack stop NAME...         SIGSTOP: freeze
+//	stack cont NAME...         SIGCONT: thaw
+//	stack restart NAME...      stop if running, start again, wait until ready
+//	stack partition NAME...    black-hole its port with iptables (root)
+//	stack heal NAME...         remove the partition
+//
+// NAME is one of mysql, redis-1, redis-2, redis-3, sentinel-1, sentinel-2,
+// sentinel-3, app1, app2, nginx. The state directory (-dir) defaults to
+// $SHORTENER_STACK_DIR, else .stack in the repository's root. "make up"
+// builds bin/shortener and bin/stack and runs "bin/stack up".
+//
+// The processes outlive the command: each later invocation finds them
+// through the pid files in the state directory.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		// Errors from package stack already say "stack: ".
+		msg := err.Error()
+		if !strings.HasPrefix(msg, "stack: ") {
+			msg = "stack: " + msg
+		}
+		fmt.Fprintln(os.Stderr, msg)
+		var u usageError
+		if errors.As(err, &u) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// usageError is a mistake on the command line; main exits 2 for it.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg + " (stack -h for help)" }
+
+// controls are the commands that act on named processes.
+var controls = []string{"kill", "term", "stop", "cont", "restart", "partition", "heal"}
+
+const usage = `usage: stack [-dir DIR] [-bin PATH] COMMAND [NAME...]
+
+commands:
+  up                start the stack (MariaDB :3307, Redis :6380-6382, sentinels :26380-26382,
+                    app1 :8081, app2 :8082, nginx :8080) and wait until it is ready
+  down              stop every process of the stack
+  status            list the processes, their pids, ports and states, and the Redis master
+  master            print the Redis master as the sentinels see it
+  kill NAME...      SIGKILL
+  term NAME...      SIGTERM and wait until it exits (an app drains first)
+  stop NAME...      SIGSTOP (freeze)
+  cont NAME...      SIGCONT (thaw)
+  restart NAME...   stop if running, start again, wait until ready
+  partition NAME... drop the process's port with iptables (needs root): a black hole
+  heal NAME...      remove the partition
+
+NAME: mysql redis-1 redis-2 redis-3 sentinel-1 sentinel-2 sentinel-3 app1 app2 nginx
+
+flags (before or after COMMAND):
+`
+
+// options are what up needs; the flags set dir and bin, tests the rest.
+type options struct {
+	dir            string // state directory
+	bin            string // shortener binary
+	ports          ports
+	killWithParent bool   // tests: the servers die with the test binary
+	sys            system // the machine, for installing missing programs
+}
+
+// run parses the command line and runs one command.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	o := options{ports: localPorts, sys: hostSystem(stdout, stderr)}
+	fs := flag.NewFlagSet("stack", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	root := repoRoot()
+	defDir := getenv("SHORTENER_STACK_DIR")
+	if defDir == "" {
+		defDir = filepath.Join(root, ".stack")
+	}
+	fs.StringVar(&o.dir, "dir", defDir, "state directory: pids, logs, data, api-key ($SHORTENER_STACK_DIR)")
+	fs.StringVar(&o.bin, "bin", defaultBinary(root), "the shortener binary that up runs")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return usageError{"no command"}
+	}
+	cmd := fs.Arg(0)
+	// Flags may also follow the command: "stack up -dir /tmp/s".
+	if err := fs.Parse(fs.Args()[1:]); err != nil {
+		return err
+	}
+	names := fs.Args()
+
+	switch cmd {
+	case "up", "down", "status", "master":
+		if len(names) > 0 {
+			return usageError{fmt.Sprintf("%s takes no names, got %q", cmd, names)}
+		}
+	}
+	switch cmd {
+	case "up":
+		return up(ctx, o, stdout, stderr)
+	case "down":
+		return down(o.dir, stdout)
+	case "status":
+		return status(ctx, o.dir, stdout)
+	case "master":
+		return master(ctx, o.dir, stdout)
+	}
+	for _, c := range controls {
+		if cmd == c {
+			if len(names) == 0 {
+				return usageError{cmd + " needs at least one NAME"}
+			}
+			return control(ctx, o.dir, cmd, names, stdout)
+		}
+	}
+	return usageError{fmt.Sprintf("unknown command %q", cmd)}
+}
+
+// repoRoot returns the directory of the shortener module's go.mod at or
+// above the working directory, or the working directory if there is none.
+func repoRoot() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for dir := wd; ; {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && isShortenerModule(string(b)) {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return wd
+		}
+		dir = parent
+	}
+}
+
+func isShortenerModule(gomod string) bool {
+	for line := range strings.Lines(gomod) {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
+			return f[1] == "shortener"
+		}
+	}
+	return false
+}
+
+// defaultBinary is the shortener built beside this command ("make up" puts
+// both in bin/), else bin/shortener in the repository.
+func defaultBinary(root string) string {
+	if exe, err := os.Executable(); err == nil {
+		sibling := filepath.Join(filepath.Dir(exe), "shortener")
+		if fi, err := os.Stat(sibling); err == nil && !fi.IsDir() {
+			return sibling
+		}
+	}
+	return filepath.Join(root, "bin", "shortener")
+}

@@ -1,0 +1,105 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// appGrace is how long an app may take to exit after SIGTERM. It drains
+// first: it stops accepting, answers with "Connection: close" and waits up
+// to its drain timeout (5 s) for nginx to drop idle upstream connections,
+// then gives in-flight requests their shutdown timeout. Killing it sooner
+// would turn a rolling restart into a crash.
+const appGrace = 20 * time.Second
+
+// httpProbeTimeout bounds one readiness request.
+const httpProbeTimeout = time.Second
+
+// probeClient makes readiness requests. It keeps no connection open: an
+// idle keep-alive connection to an app would hold up the app's drain on
+// SIGTERM, which waits for its connections to close.
+var probeClient = &http.Client{
+	Timeout:   httpProbeTimeout,
+	Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil},
+	CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	},
+}
+
+func appKind() kind {
+	return kind{
+		name:      KindApp,
+		path:      func(p *Proc) string { return p.s.st.AppBinary },
+		tier:      3,
+		grace:     appGrace,
+		env:       appEnv,
+		configure: func(context.Context, *Proc, bool) error { return nil },
+		// The address is also in the environment; on the command line it
+		// lets a pid file be checked against /proc/<pid>/cmdline.
+		args:  func(p *Proc) []string { return []string{"-addr=" + p.Addr()} },
+		ready: appReady,
+	}
+}
+
+// appEnv is an app's whole environment: its SHORTENER_* settings, the API
+// key read from its file at each start (so it never lands in stack.json),
+// then Config.AppEnv, which may override any of them. Nothing is inherited
+// from the starting process, so an app restarted from another shell runs
+// exactly as it first did.
+func appEnv(p *Proc) ([]string, error) {
+	st := p.s.st
+	env := []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"SHORTENER_ADDR=" + p.Addr(),
+		"SHORTENER_NODE_ID=" + strconv.Itoa(p.NodeID),
+		"SHORTENER_INSTANCE=" + p.Name,
+		"SHORTENER_BASE_URL=" + p.s.BaseURL(),
+		"SHORTENER_MYSQL_DSN=" + p.s.MySQLDSN(),
+		"SHORTENER_REDIS_MASTER=" + st.MasterName,
+		"SHORTENER_REDIS_SENTINELS=" + strings.Join(p.s.SentinelAddrs(), ","),
+	}
+	if st.APIKeyFile != "" {
+		b, err := os.ReadFile(st.APIKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("read API key: %w", err)
+		}
+		key := strings.TrimSpace(string(b))
+		if key == "" {
+			return nil, fmt.Errorf("read API key: %s is empty", st.APIKeyFile)
+		}
+		env = append(env, "SHORTENER_API_KEY="+key)
+	}
+	return append(env, st.AppEnv...), nil
+}
+
+// appReady is an app's readiness: GET /readyz answers 200, which the app
+// does once its database answers and its schema is migrated.
+func appReady(ctx context.Context, p *Proc) error {
+	code, err := httpStatus(ctx, "http://"+p.Addr()+"/readyz")
+	if err != nil {
+		return err
+	}
+	if code != http.StatusOK {
+		return fmt.Errorf("%s GET /readyz: %d: %w", p.Name, code, errNotReady)
+	}
+	return nil
+}
+
+// httpStatus makes one GET and returns the status code.
+func httpStatus(ctx context.Context, url string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := probeClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
