@@ -367,3 +367,29 @@ func TestIdempotencyKey(t *testing.T) {
 		t.Errorf("rejected requests stored links: %d, want 1", f.creates)
 	}
 }
+
+// fixedIDs returns the given codes in turn.
+type fixedIDs struct{ codes []string }
+
+func (f *fixedIDs) Next() (int64, string) {
+	c := f.codes[0]
+	f.codes = f.codes[1:]
+	return int64(len(f.codes)), c
+}
+
+func TestCreateRetriesTakenCode(t *testing.T) {
+	f := newFakeLinks()
+	f.links["taken"] = store.Link{Code: "taken", URL: "https://old.example/"}
+	h := New(Config{BaseURL: "http://sho.rt"}, Deps{Resolver: f, Links: f, IDs: &fixedIDs{codes: []string{"taken", "fresh"}}, Log: discardLogger()})
+	rec := do(h, "POST", "/api/v1/links", `{"url":"https://new.example/"}`)
+	if rec.Code != 201 || !strings.Contains(rec.Body.String(), `"code":"fresh"`) {
+		t.Fatalf("got %d %s, want 201 with the second code", rec.Code, rec.Body)
+	}
+	if f.links["taken"].URL != "https://old.example/" {
+		t.Error("the taken code's link was overwritten")
+	}
+	h = New(Config{BaseURL: "http://sho.rt"}, Deps{Resolver: f, Links: f, IDs: &fixedIDs{codes: []string{"taken", "taken", "taken"}}, Log: discardLogger()})
+	if rec := do(h, "POST", "/api/v1/links", `{"url":"https://new.example/"}`); rec.Code != 500 || errCode(t, rec) != CodeInternal {
+		t.Errorf("three taken codes: got %d %s, want 500 internal", rec.Code, rec.Body)
+	}
+}

@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
@@ -101,24 +102,13 @@ func (h *Handler) create(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	l.ID, l.Code = h.d.IDs.Next()
-	if key == "" {
-		if err := h.d.Links.Create(c.Request().Context(), l); err != nil {
-			return err
-		}
-	} else {
-		var replayed bool
-		l, replayed, err = h.d.Links.CreateIdempotent(c.Request().Context(), l, store.Idempotency{
-			Key:         key,
-			RequestHash: requestHash(l),
-			ExpiresAt:   now.Add(h.cfg.IdempotencyTTL),
-		})
-		if err != nil {
-			return err
-		}
-		if replayed {
-			c.Response().Header().Set("Idempotent-Replayed", "true")
-		}
+	var replayed bool
+	l, replayed, err = h.insert(c.Request().Context(), l, key, now)
+	if err != nil {
+		return err
+	}
+	if replayed {
+		c.Response().Header().Set("Idempotent-Replayed", "true")
 	}
 	if h.d.Warmer != nil {
 		h.d.Warmer.Add(c.Request().Context(), l)
@@ -171,6 +161,43 @@ func (h *Handler) remove(c echo.Context) error {
 		h.d.Invalidator.Invalidate(c.Request().Context(), code)
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// codeAttempts bounds how many fresh codes a create tries when the one it
+// drew is taken. Distinct node IDs make a collision impossible in theory;
+// the unique key on links.code is the guard for when practice differs
+// (two instances misconfigured with one node ID, a clock stepped back).
+const codeAttempts = 3
+
+// insert stores l under a freshly drawn ID and code, drawing again if the
+// code is taken, and under the idempotency key if there is one.
+func (h *Handler) insert(ctx context.Context, l store.Link, key string, now time.Time) (store.Link, bool, error) {
+	var err error
+	for range codeAttempts {
+		l.ID, l.Code = h.d.IDs.Next()
+		if key == "" {
+			err = h.d.Links.Create(ctx, l)
+			if err == nil {
+				return l, false, nil
+			}
+		} else {
+			var got store.Link
+			var replayed bool
+			got, replayed, err = h.d.Links.CreateIdempotent(ctx, l, store.Idempotency{
+				Key:         key,
+				RequestHash: requestHash(l),
+				ExpiresAt:   now.Add(h.cfg.IdempotencyTTL),
+			})
+			if err == nil {
+				return got, replayed, nil
+			}
+		}
+		if !errors.Is(err, store.ErrCodeTaken) {
+			return store.Link{}, false, err
+		}
+		h.log.Warn("generated code already taken; drawing another", "code", l.Code)
+	}
+	return store.Link{}, false, fmt.Errorf("create link: %d codes in a row were taken: %w", codeAttempts, err)
 }
 
 // maxKeyLen bounds an Idempotency-Key; a UUID needs 36 bytes.
