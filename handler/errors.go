@@ -14,6 +14,15 @@ import (
 // Stable error codes clients can switch on.
 const (
 	CodeInvalidURL       = "invalid_url"
+	CodeURLTooLong       = "url_too_long"
+	CodeURLControlChars  = "url_control_chars"
+	CodeURLScheme        = "url_scheme"
+	CodeURLCredentials   = "url_credentials"
+	CodeURLLoop          = "url_loop"
+	CodeURLDenied        = "url_denied"
+	CodeInvalidAlias     = "invalid_alias"
+	CodeAliasTaken       = "alias_taken"
+	CodeRateLimited      = "rate_limited"
 	CodeInvalidJSON      = "invalid_json"
 	CodeInvalidRequest   = "invalid_request"
 	CodeTooLarge         = "request_too_large"

@@ -63,6 +63,8 @@ type Config struct {
 	// APIKey authorises management calls (DELETE) sent with X-Api-Key.
 	// Empty: management calls are refused.
 	APIKey string
+	// Policy decides which target URLs are accepted.
+	Policy URLPolicy
 	// IdempotencyTTL is how long an Idempotency-Key replays its first
 	// answer.
 	IdempotencyTTL time.Duration
@@ -83,10 +85,11 @@ type Deps struct {
 
 // Handler serves the shortener's HTTP API.
 type Handler struct {
-	cfg Config
-	d   Deps
-	log *slog.Logger
-	e   *echo.Echo
+	cfg    Config
+	policy URLPolicy
+	d      Deps
+	log    *slog.Logger
+	e      *echo.Echo
 }
 
 // New returns a Handler with every route registered.
@@ -100,7 +103,7 @@ func New(cfg Config, d Deps) *Handler {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	h := &Handler{cfg: cfg, d: d, log: d.Log}
+	h := &Handler{cfg: cfg, policy: cfg.Policy, d: d, log: d.Log}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = h.handleError

@@ -119,7 +119,7 @@ func newTestHandler(f *fakeLinks) *Handler {
 }
 
 func newTestHandlerInv(f *fakeLinks, inv Invalidator) *Handler {
-	return New(Config{BaseURL: "http://sho.rt", Instance: "app9", APIKey: "k3y"}, Deps{
+	return New(Config{BaseURL: "http://sho.rt", Instance: "app9", APIKey: "k3y", Policy: NewURLPolicy("http://sho.rt", nil, nil)}, Deps{
 		Resolver: f, Links: f, IDs: &seqIDs{}, Ready: f, Invalidator: inv,
 		Log: discardLogger(), Now: func() time.Time { return now },
 	})
@@ -192,7 +192,13 @@ func TestCreateRejectsBadInput(t *testing.T) {
 		{"two values", `{"url":"https://example.com"}{}`, 400, CodeInvalidJSON},
 		{"url wrong type", `{"url":42}`, 400, CodeInvalidJSON},
 		{"missing url", `{}`, 400, CodeInvalidURL},
-		{"javascript", `{"url":"javascript:alert(1)"}`, 400, CodeInvalidURL},
+		{"javascript", `{"url":"javascript:alert(1)"}`, 400, CodeURLScheme},
+		{"loop", `{"url":"http://sho.rt/c1"}`, 400, CodeURLLoop},
+		{"credentials", `{"url":"https://a:b@example.com/"}`, 400, CodeURLCredentials},
+		{"short alias", `{"url":"https://example.com","alias":"ab"}`, 400, CodeInvalidAlias},
+		{"reserved alias", `{"url":"https://example.com","alias":"healthz"}`, 400, CodeInvalidAlias},
+		{"alias with slash", `{"url":"https://example.com","alias":"a/b/c"}`, 400, CodeInvalidAlias},
+		{"alias wrong type", `{"url":"https://example.com","alias":5}`, 400, CodeInvalidJSON},
 		{"bad redirect", `{"url":"https://example.com","redirect":303}`, 400, CodeInvalidRequest},
 		{"past expiry", `{"url":"https://example.com","expires_at":"2020-01-01T00:00:00Z"}`, 400, CodeInvalidRequest},
 		{"bad expiry", `{"url":"https://example.com","expires_at":"tomorrow"}`, 400, CodeInvalidJSON},
@@ -391,5 +397,27 @@ func TestCreateRetriesTakenCode(t *testing.T) {
 	h = New(Config{BaseURL: "http://sho.rt"}, Deps{Resolver: f, Links: f, IDs: &fixedIDs{codes: []string{"taken", "taken", "taken"}}, Log: discardLogger()})
 	if rec := do(h, "POST", "/api/v1/links", `{"url":"https://new.example/"}`); rec.Code != 500 || errCode(t, rec) != CodeInternal {
 		t.Errorf("three taken codes: got %d %s, want 500 internal", rec.Code, rec.Body)
+	}
+}
+
+func TestAlias(t *testing.T) {
+	f := newFakeLinks()
+	h := newTestHandler(f)
+	rec := do(h, "POST", "/api/v1/links", `{"url":"https://example.com/a","alias":"My_Link-1","redirect":307}`)
+	if rec.Code != 201 || !strings.Contains(rec.Body.String(), `"code":"My_Link-1"`) || !strings.Contains(rec.Body.String(), `"redirect":307`) {
+		t.Fatalf("create with alias: got %d %s", rec.Code, rec.Body)
+	}
+	if rec := do(h, "GET", "/My_Link-1", ""); rec.Code != 307 || rec.Header().Get("Location") != "https://example.com/a" {
+		t.Errorf("GET alias: got %d %q, want 307", rec.Code, rec.Header().Get("Location"))
+	}
+	if rec := do(h, "GET", "/my_link-1", ""); rec.Code != 404 {
+		t.Errorf("GET alias in other case: got %d, want 404 (aliases are case-sensitive)", rec.Code)
+	}
+	rec = do(h, "POST", "/api/v1/links", `{"url":"https://example.com/b","alias":"My_Link-1"}`)
+	if rec.Code != 409 || errCode(t, rec) != CodeAliasTaken {
+		t.Errorf("taken alias: got %d %s, want 409 %s", rec.Code, rec.Body, CodeAliasTaken)
+	}
+	if f.links["My_Link-1"].URL != "https://example.com/a" || f.creates != 1 {
+		t.Errorf("taken alias changed the first link or stored another: %+v, %d creates", f.links["My_Link-1"], f.creates)
 	}
 }

@@ -21,6 +21,7 @@ import (
 // createRequest is the body of POST /api/v1/links.
 type createRequest struct {
 	URL       string     `json:"url"`
+	Alias     string     `json:"alias,omitempty"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	Redirect  int        `json:"redirect,omitempty"`
 }
@@ -79,9 +80,14 @@ func (h *Handler) create(c echo.Context) error {
 	if err := h.decodeJSON(c, &req); err != nil {
 		return err
 	}
-	u, err := ValidateURL(req.URL)
+	u, err := h.policy.Validate(req.URL)
 	if err != nil {
 		return err
+	}
+	if req.Alias != "" {
+		if err := ValidateAlias(req.Alias); err != nil {
+			return err
+		}
 	}
 	now := h.d.Now().UTC().Truncate(time.Millisecond)
 	l := store.Link{URL: u, Redirect: http.StatusFound, CreatedAt: now}
@@ -103,7 +109,7 @@ func (h *Handler) create(c echo.Context) error {
 		return err
 	}
 	var replayed bool
-	l, replayed, err = h.insert(c.Request().Context(), l, key, now)
+	l, replayed, err = h.insert(c.Request().Context(), l, req.Alias, key, now)
 	if err != nil {
 		return err
 	}
@@ -170,11 +176,15 @@ func (h *Handler) remove(c echo.Context) error {
 const codeAttempts = 3
 
 // insert stores l under a freshly drawn ID and code, drawing again if the
-// code is taken, and under the idempotency key if there is one.
-func (h *Handler) insert(ctx context.Context, l store.Link, key string, now time.Time) (store.Link, bool, error) {
+// code is taken, and under the idempotency key if there is one. With an
+// alias, the alias is the code and a taken alias is final (409).
+func (h *Handler) insert(ctx context.Context, l store.Link, alias, key string, now time.Time) (store.Link, bool, error) {
 	var err error
 	for range codeAttempts {
 		l.ID, l.Code = h.d.IDs.Next()
+		if alias != "" {
+			l.Code = alias
+		}
 		if key == "" {
 			err = h.d.Links.Create(ctx, l)
 			if err == nil {
@@ -194,6 +204,9 @@ func (h *Handler) insert(ctx context.Context, l store.Link, key string, now time
 		}
 		if !errors.Is(err, store.ErrCodeTaken) {
 			return store.Link{}, false, err
+		}
+		if alias != "" {
+			return store.Link{}, false, &Error{Status: http.StatusConflict, Code: CodeAliasTaken, Message: fmt.Sprintf("alias %q is taken", alias)}
 		}
 		h.log.Warn("generated code already taken; drawing another", "code", l.Code)
 	}

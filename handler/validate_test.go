@@ -11,7 +11,7 @@ func TestValidateURL(t *testing.T) {
 	tests := []struct {
 		name string
 		in   string
-		want string // "" means rejected
+		want string // the stored form, or the error code of the rejection
 	}{
 		{"plain https", "https://example.com/x", "https://example.com/x"},
 		{"plain http", "http://example.com", "http://example.com"},
@@ -27,45 +27,69 @@ func TestValidateURL(t *testing.T) {
 		{"punycode host kept", "https://xn--bcher-kva.example/", "https://xn--bcher-kva.example/"},
 		{"exactly at the limit", long, long},
 
-		{"empty", "", ""},
-		{"javascript", "javascript:alert(1)", ""},
-		{"javascript upper", "JaVaScRiPt:alert(1)", ""},
-		{"data", "data:text/html,<script>alert(1)</script>", ""},
-		{"ftp", "ftp://example.com/f", ""},
-		{"mailto", "mailto:a@example.com", ""},
-		{"relative path", "/local/path", ""},
-		{"relative no slash", "example.com/x", ""},
-		{"scheme-relative", "//example.com/x", ""},
-		{"no host", "https:///path", ""},
-		{"opaque", "https:example.com", ""},
-		{"leading space", " https://example.com", ""},
-		{"trailing newline", "https://example.com\n", ""},
-		{"inner space", "https://example.com/a b", ""},
-		{"tab", "https://exa\tmple.com", ""},
-		{"NUL", "https://example.com/\x00", ""},
-		{"C1 control", "https://example.com/\u0085", ""},
-		{"over-long", long + "a", ""},
-		{"non-UTF-8", "https://example.com/\xff\xfe", ""},
-		{"port zero", "https://example.com:0/", ""},
-		{"port too big", "https://example.com:65536/", ""},
-		{"port not a number", "https://example.com:http/", ""},
-		{"empty port", "https://example.com:/", ""},
-		{"invalid IDN", "https://xn--a.example/", ""},
-		{"bad percent escape", "https://example.com/%zz", ""},
+		{"empty", "", "!"+CodeInvalidURL},
+		{"javascript", "javascript:alert(1)", "!"+CodeURLScheme},
+		{"javascript upper", "JaVaScRiPt:alert(1)", "!"+CodeURLScheme},
+		{"data", "data:text/html,<script>alert(1)</script>", "!"+CodeURLScheme},
+		{"ftp", "ftp://example.com/f", "!"+CodeURLScheme},
+		{"mailto", "mailto:a@example.com", "!"+CodeURLScheme},
+		{"relative path", "/local/path", "!"+CodeInvalidURL},
+		{"relative no slash", "example.com/x", "!"+CodeInvalidURL},
+		{"scheme-relative", "//example.com/x", "!"+CodeInvalidURL},
+		{"no host", "https:///path", "!"+CodeInvalidURL},
+		{"opaque", "https:example.com", "!"+CodeInvalidURL},
+		{"leading space", " https://example.com", "!"+CodeURLControlChars},
+		{"trailing newline", "https://example.com\n", "!"+CodeURLControlChars},
+		{"inner space", "https://example.com/a b", "!"+CodeURLControlChars},
+		{"tab", "https://exa\tmple.com", "!"+CodeURLControlChars},
+		{"NUL", "https://example.com/\x00", "!"+CodeURLControlChars},
+		{"C1 control", "https://example.com/\u0085", "!"+CodeURLControlChars},
+		{"over-long", long + "a", "!"+CodeURLTooLong},
+		{"non-UTF-8", "https://example.com/\xff\xfe", "!"+CodeInvalidURL},
+		{"port zero", "https://example.com:0/", "!"+CodeInvalidURL},
+		{"port too big", "https://example.com:65536/", "!"+CodeInvalidURL},
+		{"port not a number", "https://example.com:http/", "!"+CodeInvalidURL},
+		{"empty port", "https://example.com:/", "!"+CodeInvalidURL},
+		{"invalid IDN", "https://xn--a.example/", "!"+CodeInvalidURL},
+		{"bad percent escape", "https://example.com/%zz", "!"+CodeInvalidURL},
+		{"user and password", "https://user:pw@example.com/", "!"+CodeURLCredentials},
+		{"user only", "https://bank.example@evil.example/", "!"+CodeURLCredentials},
+		{"loop to own host", "http://sho.rt/abc", "!"+CodeURLLoop},
+		{"loop, upper case", "https://SHO.RT:443/abc", "!"+CodeURLLoop},
+		{"loop to extra self host", "https://go.example/x", "!"+CodeURLLoop},
+		{"denied host", "https://evil.example/", "!"+CodeURLDenied},
+		{"denied subdomain", "https://a.b.evil.example/", "!"+CodeURLDenied},
+		{"lookalike of denied is fine", "https://notevil.example/", "https://notevil.example/"},
 	}
+	p := NewURLPolicy("http://sho.rt", []string{"go.example"}, []string{"evil.example"})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ValidateURL(tt.in)
-			if tt.want == "" {
+			got, err := p.Validate(tt.in)
+			if code, ok := strings.CutPrefix(tt.want, "!"); ok {
 				var he *Error
-				if !errors.As(err, &he) || he.Code != CodeInvalidURL || he.Status != 400 {
-					t.Fatalf("ValidateURL(%q) = %q, %v; want 400 %s", tt.in, got, err, CodeInvalidURL)
+				if !errors.As(err, &he) || he.Code != code || he.Status != 400 {
+					t.Fatalf("Validate(%q) = %q, %v; want 400 %s", tt.in, got, err, code)
 				}
 				return
 			}
 			if err != nil || got != tt.want {
-				t.Fatalf("ValidateURL(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+				t.Fatalf("Validate(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 			}
 		})
+	}
+}
+
+func TestValidateAlias(t *testing.T) {
+	for _, ok := range []string{"abc", "My-Link_2", strings.Repeat("a", 64), "API2", "apis"} {
+		if err := ValidateAlias(ok); err != nil {
+			t.Errorf("ValidateAlias(%q) = %v, want nil", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "ab", strings.Repeat("a", 65), "has space", "slash/y", "dot.ted", "é-accent",
+		"api", "API", "healthz", "Readyz", "metrics", "openapi.json"} {
+		var he *Error
+		if err := ValidateAlias(bad); !errors.As(err, &he) || he.Code != CodeInvalidAlias {
+			t.Errorf("ValidateAlias(%q) = %v, want %s", bad, err, CodeInvalidAlias)
+		}
 	}
 }

@@ -47,6 +47,8 @@ type Config struct {
 	L1NegativeTTL time.Duration
 	APIKey        string
 	IdemTTL       time.Duration
+	SelfHosts     []string
+	DenyHosts     []string
 }
 
 // envFlags binds flags whose defaults come from environment variables and
@@ -92,6 +94,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 		c                          Config
 		nodeID, failures, window   int
 		sentinels, level           string
+		selfHosts, denyHosts       string
 		maxOpen, maxIdle, poolSize int
 	)
 	fs := flag.NewFlagSet("shortener", flag.ContinueOnError)
@@ -127,6 +130,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.dur(&c.L1TTL, "l1-ttl", "SHORTENER_L1_TTL", 5*time.Second, "how long a link stays in the in-process cache")
 	e.dur(&c.L1NegativeTTL, "l1-negative-ttl", "SHORTENER_L1_NEGATIVE_TTL", time.Second, "how long an unknown code is remembered as unknown")
 	e.dur(&c.IdemTTL, "idempotency-ttl", "SHORTENER_IDEMPOTENCY_TTL", 24*time.Hour, "how long an Idempotency-Key replays its first answer")
+	e.str(&selfHosts, "self-hosts", "SHORTENER_SELF_HOSTS", "", "comma-separated host names that also reach this shortener (links to them are loops); the base URL's host is always one")
+	e.str(&denyHosts, "deny-hosts", "SHORTENER_DENY_HOSTS", "", "comma-separated host names links may not point to (subdomains included)")
 	e.str(&c.APIKey, "api-key", "SHORTENER_API_KEY", "", "key that authorises management calls (X-Api-Key); empty disables them")
 
 	if err := fs.Parse(args); err != nil {
@@ -150,6 +155,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 			c.RedisSentinels = append(c.RedisSentinels, s)
 		}
 	}
+	c.SelfHosts, c.DenyHosts = splitList(selfHosts), splitList(denyHosts)
 	if len(c.RedisSentinels) == 0 {
 		errs = append(errs, errors.New("at least one Sentinel address is required"))
 	}
@@ -197,4 +203,15 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("redis_pool", c.RedisPoolSize), slog.Duration("breaker_delay", c.BreakerDelay),
 		slog.Uint64("breaker_failures", uint64(c.BreakerFailures)), slog.Uint64("breaker_window", uint64(c.BreakerWindow)),
 	)
+}
+
+// splitList splits a comma-separated list, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -100,7 +100,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	go func() { cacheDone <- c.Run(cctx) }()
 	defer func() { stopCache(); <-cacheDone }() // before Redis closes
 
-	h := handler.New(handler.Config{BaseURL: cfg.BaseURL, Instance: cfg.Instance, APIKey: cfg.APIKey, IdempotencyTTL: cfg.IdemTTL}, handler.Deps{
+	h := handler.New(handler.Config{BaseURL: cfg.BaseURL, Instance: cfg.Instance, APIKey: cfg.APIKey, IdempotencyTTL: cfg.IdemTTL,
+		Policy: handler.NewURLPolicy(cfg.BaseURL, cfg.SelfHosts, cfg.DenyHosts)}, handler.Deps{
 		Resolver:    c,
 		Links:       st,
 		Warmer:      c,

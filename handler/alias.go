@@ -1,0 +1,40 @@
+package handler
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Alias lengths: long enough not to be guessed by accident, short enough
+// to stay a short link.
+const (
+	minAlias = 3
+	maxAlias = 64
+)
+
+// reserved are first path segments the shortener serves itself; an alias
+// may not shadow them, in any letter case.
+var reserved = []string{"api", "healthz", "readyz", "metrics", "openapi.json", "favicon.ico", "robots.txt"}
+
+// ValidateAlias checks a custom code: 3 to 64 letters, digits, '-' or '_',
+// case-sensitive, and not a reserved path.
+func ValidateAlias(a string) error {
+	bad := func(format string, args ...any) error {
+		return &Error{Status: 400, Code: CodeInvalidAlias, Message: fmt.Sprintf(format, args...)}
+	}
+	if len(a) < minAlias || len(a) > maxAlias {
+		return bad("alias must be %d to %d characters, got %d", minAlias, maxAlias, len(a))
+	}
+	for i := 0; i < len(a); i++ {
+		b := a[i]
+		if !('0' <= b && b <= '9' || 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || b == '-' || b == '_') {
+			return bad("alias may hold only letters, digits, '-' and '_'")
+		}
+	}
+	for _, r := range reserved {
+		if strings.EqualFold(a, r) {
+			return bad("alias %q is reserved", a)
+		}
+	}
+	return nil
+}
