@@ -5,7 +5,8 @@
 // epoch, the node ID and a per-millisecond sequence into 63 bits, so two
 // instances with different node IDs can never issue the same ID, and one
 // instance never issues the same ID twice while it runs. The ID is then
-// written in base62, which keeps the code short and safe in a URL path.
+// passed through a keyed permutation (see Codec) and written in base62,
+// which keeps the code short, unrevealing and safe in a URL path.
 //
 // Uniqueness rests on the node IDs being distinct: two live instances with
 // the same node ID will collide within a millisecond under load (see
@@ -27,20 +28,25 @@ var ErrNodeRange = errors.New("idgen: node ID out of range 0-1023")
 
 // Generator issues codes for one instance. It is safe for concurrent use.
 type Generator struct {
-	node *snowflake.Node
-	id   int64
+	node  *snowflake.Node
+	id    int64
+	codec Codec
 }
 
-// New returns a Generator for the given node ID.
-func New(nodeID int64) (*Generator, error) {
+// New returns a Generator for the given node ID whose codes are written
+// by codec.
+func New(nodeID int64, codec Codec) (*Generator, error) {
 	if nodeID < 0 || nodeID > MaxNode {
 		return nil, fmt.Errorf("%w: got %d", ErrNodeRange, nodeID)
+	}
+	if codec.key == nil {
+		return nil, errors.New("idgen: a codec is required")
 	}
 	n, err := snowflake.NewNode(nodeID)
 	if err != nil {
 		return nil, fmt.Errorf("new snowflake node %d: %w", nodeID, err)
 	}
-	return &Generator{node: n, id: nodeID}, nil
+	return &Generator{node: n, id: nodeID, codec: codec}, nil
 }
 
 // NodeID reports the node ID this generator stamps into every ID.
@@ -49,7 +55,7 @@ func (g *Generator) NodeID() int64 { return g.id }
 // Next returns a new ID and its code.
 func (g *Generator) Next() (id int64, code string) {
 	id = g.node.Generate().Int64()
-	return id, Encode(uint64(id))
+	return id, g.codec.Code(id)
 }
 
 // Node extracts the node ID stamped into a Snowflake ID.

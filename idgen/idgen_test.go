@@ -63,14 +63,16 @@ func TestDecodeRejects(t *testing.T) {
 	}
 }
 
+var testCodec, _ = NewCodec("a test key of enough length")
+
 func TestNewRejectsNodeRange(t *testing.T) {
 	for _, id := range []int64{-1, MaxNode + 1, 1 << 20} {
-		if _, err := New(id); !errors.Is(err, ErrNodeRange) {
+		if _, err := New(id, testCodec); !errors.Is(err, ErrNodeRange) {
 			t.Errorf("New(%d) error = %v, want ErrNodeRange", id, err)
 		}
 	}
 	for _, id := range []int64{0, 1, MaxNode} {
-		g, err := New(id)
+		g, err := New(id, testCodec)
 		if err != nil {
 			t.Fatalf("New(%d): %v", id, err)
 		}
@@ -78,8 +80,8 @@ func TestNewRejectsNodeRange(t *testing.T) {
 		if Node(id2) != id {
 			t.Errorf("Node(Next()) = %d, want %d", Node(id2), id)
 		}
-		if back, _ := Decode(code); int64(back) != id2 {
-			t.Errorf("code %q decodes to %d, want %d", code, back, id2)
+		if back, err := testCodec.ID(code); back != id2 || err != nil {
+			t.Errorf("code %q decodes to %d, %v; want %d", code, back, err, id2)
 		}
 	}
 }
@@ -115,8 +117,8 @@ func generate(t *testing.T, gens []*Generator, n int) (dups int) {
 }
 
 func TestDistinctNodesNeverCollide(t *testing.T) {
-	g1, _ := New(1)
-	g2, _ := New(2)
+	g1, _ := New(1, testCodec)
+	g2, _ := New(2, testCodec)
 	if dups := generate(t, []*Generator{g1, g2}, 500_000); dups != 0 {
 		t.Fatalf("two generators with node IDs 1 and 2 issued %d duplicate codes in 1,000,000, want 0", dups)
 	}
@@ -125,9 +127,82 @@ func TestDistinctNodesNeverCollide(t *testing.T) {
 // TestSameNodeCollides shows why node IDs must differ: two instances
 // sharing a node ID issue the same (time, node, sequence) triples.
 func TestSameNodeCollides(t *testing.T) {
-	a, _ := New(7)
-	b, _ := New(7)
+	a, _ := New(7, testCodec)
+	b, _ := New(7, testCodec)
 	if dups := generate(t, []*Generator{a, b}, 500_000); dups == 0 {
 		t.Fatal("two generators sharing node ID 7 issued no duplicate in 1,000,000 codes; want collisions")
+	}
+}
+
+func TestCodecRoundTrip(t *testing.T) {
+	for _, id := range []int64{0, 1, 2, 1 << 40, math.MaxInt64, 1_900_000_000_000_000_000} {
+		code := testCodec.Code(id)
+		back, err := testCodec.ID(code)
+		if err != nil || back != id {
+			t.Errorf("ID(Code(%d)) = %d, %v (code %q)", id, back, err, code)
+		}
+	}
+}
+
+// TestCodecHidesOrder shows why codes are permuted: consecutive IDs give
+// codes that share no common prefix and do not sort in ID order.
+func TestCodecHidesOrder(t *testing.T) {
+	g, _ := New(1, testCodec)
+	var prev string
+	sorted, samePrefix := 0, 0
+	const n = 1000
+	for i := range n {
+		id, code := g.Next()
+		if raw := Encode(uint64(id)); code == raw {
+			t.Fatalf("code %q is the raw ID's", code)
+		}
+		if i > 0 {
+			if code > prev {
+				sorted++
+			}
+			if len(code) > 3 && len(prev) > 3 && code[:3] == prev[:3] {
+				samePrefix++
+			}
+		}
+		prev = code
+	}
+	// Random order sorts about half the pairs; raw Snowflake codes sort all.
+	if sorted > n*6/10 || samePrefix > n/10 {
+		t.Errorf("%d of %d consecutive codes sort upwards and %d share a 3-character prefix; want about half and almost none", sorted, n-1, samePrefix)
+	}
+}
+
+func TestCodecKeys(t *testing.T) {
+	if _, err := NewCodec("short"); err == nil {
+		t.Error("NewCodec accepted a 5-byte key")
+	}
+	other, _ := NewCodec("another key of enough length")
+	if testCodec.Code(12345) == other.Code(12345) {
+		t.Error("two keys gave the same code")
+	}
+	if _, err := testCodec.ID("zzzz!"); !errors.Is(err, ErrInvalidCode) {
+		t.Errorf("ID of a malformed code: %v, want ErrInvalidCode", err)
+	}
+}
+
+// TestCodecIsBijective checks on a sample that distinct IDs never share a
+// code and that some 64-bit codes map to no 63-bit ID (ErrNotACode).
+func TestCodecIsBijective(t *testing.T) {
+	seen := map[string]int64{}
+	for id := int64(1_800_000_000_000_000_000); id < 1_800_000_000_000_200_000; id++ {
+		c := testCodec.Code(id)
+		if prev, ok := seen[c]; ok {
+			t.Fatalf("IDs %d and %d share code %q", prev, id, c)
+		}
+		seen[c] = id
+	}
+	notID := 0
+	for n := uint64(1); n < 2000; n++ {
+		if _, err := testCodec.ID(Encode(n << 52)); errors.Is(err, ErrNotACode) {
+			notID++
+		}
+	}
+	if notID == 0 {
+		t.Error("every sampled code mapped to an ID; half of all 64-bit numbers should not")
 	}
 }

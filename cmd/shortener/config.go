@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"shortener/idgen"
 	"shortener/store"
 )
 
@@ -47,6 +48,7 @@ type Config struct {
 	L1NegativeTTL time.Duration
 	APIKey        string
 	IdemTTL       time.Duration
+	CodeKey       string
 	SelfHosts     []string
 	DenyHosts     []string
 }
@@ -130,6 +132,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.dur(&c.L1TTL, "l1-ttl", "SHORTENER_L1_TTL", 5*time.Second, "how long a link stays in the in-process cache")
 	e.dur(&c.L1NegativeTTL, "l1-negative-ttl", "SHORTENER_L1_NEGATIVE_TTL", time.Second, "how long an unknown code is remembered as unknown")
 	e.dur(&c.IdemTTL, "idempotency-ttl", "SHORTENER_IDEMPOTENCY_TTL", 24*time.Hour, "how long an Idempotency-Key replays its first answer")
+	e.str(&c.CodeKey, "code-key", "SHORTENER_CODE_KEY", idgen.DefaultKey, "secret that permutes IDs into codes; the same on every instance, at least 16 bytes")
 	e.str(&selfHosts, "self-hosts", "SHORTENER_SELF_HOSTS", "", "comma-separated host names that also reach this shortener (links to them are loops); the base URL's host is always one")
 	e.str(&denyHosts, "deny-hosts", "SHORTENER_DENY_HOSTS", "", "comma-separated host names links may not point to (subdomains included)")
 	e.str(&c.APIKey, "api-key", "SHORTENER_API_KEY", "", "key that authorises management calls (X-Api-Key); empty disables them")
@@ -156,6 +159,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 		}
 	}
 	c.SelfHosts, c.DenyHosts = splitList(selfHosts), splitList(denyHosts)
+	if len(c.CodeKey) < idgen.MinKeyLen {
+		errs = append(errs, fmt.Errorf("code key must be at least %d bytes", idgen.MinKeyLen))
+	}
 	if len(c.RedisSentinels) == 0 {
 		errs = append(errs, errors.New("at least one Sentinel address is required"))
 	}
@@ -198,7 +204,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("mysql_dsn", store.RedactDSN(c.MySQLDSN)),
 		slog.Int("mysql_max_open", c.MySQLMaxOpen), slog.Duration("mysql_timeout", c.MySQLTimeout),
 		slog.String("redis_master", c.RedisMaster), slog.Any("redis_sentinels", c.RedisSentinels),
-		slog.String("redis_password", pw), slog.Bool("api_key_set", c.APIKey != ""),
+		slog.String("redis_password", pw), slog.Bool("code_key_default", c.CodeKey == idgen.DefaultKey), slog.Bool("api_key_set", c.APIKey != ""),
 		slog.Int("l1_size", c.L1Size), slog.Duration("l1_ttl", c.L1TTL), slog.Duration("redis_timeout", c.RedisTimeout),
 		slog.Int("redis_pool", c.RedisPoolSize), slog.Duration("breaker_delay", c.BreakerDelay),
 		slog.Uint64("breaker_failures", uint64(c.BreakerFailures)), slog.Uint64("breaker_window", uint64(c.BreakerWindow)),

@@ -54,7 +54,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log.Info("starting", "config", cfg)
 
-	ids, err := idgen.New(cfg.NodeID)
+	if cfg.CodeKey == idgen.DefaultKey {
+		log.Warn("SHORTENER_CODE_KEY is the built-in default: codes hide their order only from those who have not read the source")
+	}
+	codec, err := idgen.NewCodec(cfg.CodeKey)
+	if err != nil {
+		return err
+	}
+	ids, err := idgen.New(cfg.NodeID, codec)
 	if err != nil {
 		return err
 	}

@@ -172,6 +172,11 @@ func checkCodes(tb testing.TB, s *stack.Stack, links []created) {
 		nodeOf[p.Name] = int64(p.NodeID)
 	}
 	seen := map[string]bool{}
+	// The apps run with the default code key (the stack sets none).
+	codec, err := idgen.NewCodec(idgen.DefaultKey)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	byApp := map[string]int{}
 	nodes := map[int64]int{}
 	for _, l := range links {
@@ -179,12 +184,12 @@ func checkCodes(tb testing.TB, s *stack.Stack, links []created) {
 			tb.Errorf("code %s issued twice", l.code)
 		}
 		seen[l.code] = true
-		id, err := idgen.Decode(l.code)
+		id, err := codec.ID(l.code)
 		if err != nil {
 			tb.Errorf("decode code %s: %v", l.code, err)
 			continue
 		}
-		node := idgen.Node(int64(id))
+		node := idgen.Node(id)
 		nodes[node]++
 		byApp[l.servedBy]++
 		if want, ok := nodeOf[l.servedBy]; !ok || node != want {
