@@ -16,6 +16,8 @@ package idgen
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/bwmarrin/snowflake"
 )
@@ -31,6 +33,7 @@ type Generator struct {
 	node  *snowflake.Node
 	id    int64
 	codec Codec
+	last  atomic.Int64 // the last ID issued
 }
 
 // New returns a Generator for the given node ID whose codes are written
@@ -55,8 +58,24 @@ func (g *Generator) NodeID() int64 { return g.id }
 // Next returns a new ID and its code.
 func (g *Generator) Next() (id int64, code string) {
 	id = g.node.Generate().Int64()
+	g.last.Store(id)
 	return id, g.codec.Code(id)
 }
 
 // Node extracts the node ID stamped into a Snowflake ID.
 func Node(id int64) int64 { return snowflake.ParseInt64(id).Node() }
+
+// Time returns when an ID was issued, to the millisecond.
+func Time(id int64) time.Time { return time.UnixMilli(snowflake.ParseInt64(id).Time()) }
+
+// Horizon returns a time no ID issued so far is later than: the later of
+// now and the last ID's time. Snowflake keeps its own monotonic clock, so
+// after a wall-clock step back the last ID may be ahead of now.
+func (g *Generator) Horizon(now time.Time) time.Time {
+	if id := g.last.Load(); id != 0 {
+		if t := Time(id); t.After(now) {
+			return t
+		}
+	}
+	return now
+}

@@ -72,6 +72,9 @@ func Open(cfg Config, log *slog.Logger) (*Store, error) {
 	// half-dead connection must not outlive its request.
 	dc.ParseTime = true
 	dc.Loc = time.UTC
+	// RowsAffected counts matched rows, not changed ones, so "did this
+	// UPDATE find its row" has one answer.
+	dc.ClientFoundRows = true
 	if cfg.DialTimeout > 0 {
 		dc.Timeout = cfg.DialTimeout
 	}

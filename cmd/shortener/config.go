@@ -49,6 +49,7 @@ type Config struct {
 	APIKey        string
 	IdemTTL       time.Duration
 	CodeKey       string
+	NodeLeaseTTL  time.Duration
 	SelfHosts     []string
 	DenyHosts     []string
 }
@@ -132,6 +133,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.dur(&c.L1TTL, "l1-ttl", "SHORTENER_L1_TTL", 5*time.Second, "how long a link stays in the in-process cache")
 	e.dur(&c.L1NegativeTTL, "l1-negative-ttl", "SHORTENER_L1_NEGATIVE_TTL", time.Second, "how long an unknown code is remembered as unknown")
 	e.dur(&c.IdemTTL, "idempotency-ttl", "SHORTENER_IDEMPOTENCY_TTL", 24*time.Hour, "how long an Idempotency-Key replays its first answer")
+	e.dur(&c.NodeLeaseTTL, "node-lease-ttl", "SHORTENER_NODE_LEASE_TTL", 5*time.Second, "lease on the node ID in MySQL; a restart after a crash waits up to this long")
 	e.str(&c.CodeKey, "code-key", "SHORTENER_CODE_KEY", idgen.DefaultKey, "secret that permutes IDs into codes; the same on every instance, at least 16 bytes")
 	e.str(&selfHosts, "self-hosts", "SHORTENER_SELF_HOSTS", "", "comma-separated host names that also reach this shortener (links to them are loops); the base URL's host is always one")
 	e.str(&denyHosts, "deny-hosts", "SHORTENER_DENY_HOSTS", "", "comma-separated host names links may not point to (subdomains included)")
@@ -172,7 +174,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 		name string
 		v    time.Duration
 	}{{"redis timeout", c.RedisTimeout}, {"mysql timeout", c.MySQLTimeout}, {"breaker delay", c.BreakerDelay},
-		{"l1 ttl", c.L1TTL}, {"l1 negative ttl", c.L1NegativeTTL}} {
+		{"l1 ttl", c.L1TTL}, {"node lease ttl", c.NodeLeaseTTL}, {"l1 negative ttl", c.L1NegativeTTL}} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.v))
 		}

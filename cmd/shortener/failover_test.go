@@ -48,6 +48,7 @@ func (s *syncBuffer) String() string {
 type app struct {
 	base string
 	logs *syncBuffer
+	stop func() error // stops the instance (drain, release) and returns run's error
 }
 
 func freePort(tb testing.TB) int {
@@ -63,6 +64,23 @@ func freePort(tb testing.TB) int {
 // startApp runs an instance against s with the given node ID and waits
 // until it is ready. It stops when the test ends.
 func startApp(tb testing.TB, s *stack.Stack, nodeID int, extraEnv ...string) *app {
+	tb.Helper()
+	return startAppClock(tb, s, nodeID, time.Now, extraEnv...)
+}
+
+// startAppClock is startApp with the clock the instance trusts for its IDs.
+func startAppClock(tb testing.TB, s *stack.Stack, nodeID int, now func() time.Time, extraEnv ...string) *app {
+	tb.Helper()
+	a, err := launchApp(tb, s, nodeID, now, extraEnv...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a
+}
+
+// launchApp starts an instance and waits until it is ready, or returns
+// the error it exited with.
+func launchApp(tb testing.TB, s *stack.Stack, nodeID int, now func() time.Time, extraEnv ...string) (*app, error) {
 	tb.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(tb))
 	env := map[string]string{
@@ -83,10 +101,18 @@ func startApp(tb testing.TB, s *stack.Stack, nodeID int, extraEnv ...string) *ap
 	a := &app{base: "http://" + addr, logs: &syncBuffer{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, a.logs, a.logs) }()
+	go func() { done <- runWithClock(ctx, nil, func(k string) string { return env[k] }, a.logs, a.logs, now) }()
+	var (
+		once        sync.Once
+		runErr      error
+		exitedEarly bool // launchApp returned the error already
+	)
+	a.stop = func() error {
+		once.Do(func() { cancel(); runErr = <-done })
+		return runErr
+	}
 	tb.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := a.stop(); err != nil && !exitedEarly {
 			tb.Errorf("app %d: run: %v", nodeID, err)
 		}
 		if tb.Failed() {
@@ -99,16 +125,18 @@ func startApp(tb testing.TB, s *stack.Stack, nodeID int, extraEnv ...string) *ap
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return a
+				return a, nil
 			}
 		}
 		select {
 		case err := <-done:
-			tb.Fatalf("app %d exited before ready: %v\n%s", nodeID, err, a.logs.String())
+			runErr, exitedEarly = err, true
+			once.Do(func() {})
+			return nil, fmt.Errorf("app %d exited before ready: %w", nodeID, err)
 		default:
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("app %d not ready after 60s: %v\n%s", nodeID, err, a.logs.String())
+			return nil, fmt.Errorf("app %d not ready after 60s: %v\n%s", nodeID, err, a.logs.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -43,6 +43,12 @@ func main() {
 // run starts the server and blocks until ctx is cancelled, then shuts
 // down in order: stop accepting, drain requests, close Redis, close MySQL.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	return runWithClock(ctx, args, getenv, stdout, stderr, time.Now)
+}
+
+// runWithClock is run with the clock that decides whether it is safe to
+// issue IDs after a restart; tests set it behind the real one.
+func runWithClock(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, now func() time.Time) error {
 	cfg, err := parseConfig(args, getenv, stderr)
 	if err != nil {
 		return err
@@ -58,10 +64,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		log.Warn("SHORTENER_CODE_KEY is the built-in default: codes hide their order only from those who have not read the source")
 	}
 	codec, err := idgen.NewCodec(cfg.CodeKey)
-	if err != nil {
-		return err
-	}
-	ids, err := idgen.New(cfg.NodeID, codec)
 	if err != nil {
 		return err
 	}
@@ -83,6 +85,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := waitMigrate(ctx, st, cfg.MigrateTimeout, log); err != nil {
 		return err
 	}
+	lease := newNodeLease(st, cfg.NodeID, cfg.Instance, cfg.NodeLeaseTTL, now, log)
+	if err := lease.claim(ctx); err != nil {
+		return err
+	}
+	ids, err := idgen.New(cfg.NodeID, codec)
+	if err != nil {
+		return err
+	}
+	// Released last but one (before MySQL closes), with the last ID's time.
+	defer func() { lease.release(ctx, ids.Horizon(now())) }()
+	lctx, stopLease := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopLease()
+	leaseLost := make(chan error, 1)
+	go func() {
+		if err := lease.keep(lctx, ids); err != nil {
+			leaseLost <- err
+		}
+	}()
 
 	c, err := cache.New(cache.Config{
 		MasterName:      cfg.RedisMaster,
@@ -128,6 +148,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	select {
 	case err := <-srv.failed():
 		return fmt.Errorf("serve: %w", err)
+	case err := <-leaseLost:
+		log.Error("stopping", "err", err)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+		defer cancel()
+		srv.drain(sctx, 0) //nolint:errcheck // the lease error is what matters
+		return err
 	case <-ctx.Done():
 	}
 	log.Info("shutting down", "drain", cfg.DrainTimeout, "timeout", cfg.ShutdownTimeout)

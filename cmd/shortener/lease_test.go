@@ -1,0 +1,78 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"shortener/idgen"
+	"shortener/stack/stacktest"
+)
+
+// TestSameNodeIDRefused starts a second instance with a node ID a live
+// instance holds: it refuses to start, naming the problem.
+func TestSameNodeIDRefused(t *testing.T) {
+	s := stacktest.Start(t)
+	first := startApp(t, s, 5, "SHORTENER_NODE_LEASE_TTL", "1s")
+	_, err := launchApp(t, s, 5, time.Now, "SHORTENER_NODE_LEASE_TTL", "1s")
+	if err == nil || !strings.Contains(err.Error(), "node ID 5 is in use by app5@") {
+		t.Fatalf("second instance with node ID 5: got %v, want a refusal naming the holder", err)
+	}
+	t.Logf("refused: %v", err)
+	if got := len(createLinks(t, first, 3)); got != 3 {
+		t.Errorf("the first instance created %d links after the refusal, want 3", got)
+	}
+	// Once the first stops, the node ID is free at once (released lease).
+	if err := first.stop(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	startApp(t, s, 5, "SHORTENER_NODE_LEASE_TTL", "1s")
+	t.Logf("a new instance with node ID 5 started %s after the first stopped", time.Since(start).Round(time.Millisecond))
+}
+
+// TestRestartWithClockBehind restarts an instance whose clock is behind
+// the last ID it issued: it waits until its clock passes that ID, and no
+// code repeats; a clock far behind is refused.
+func TestRestartWithClockBehind(t *testing.T) {
+	s := stacktest.Start(t)
+	a := startApp(t, s, 6)
+	before := createLinks(t, a, 100)
+	if err := a.stop(); err != nil {
+		t.Fatal(err)
+	}
+	codec, _ := idgen.NewCodec(idgen.DefaultKey)
+	var last int64
+	for code := range before {
+		id, err := codec.ID(code)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = max(last, id)
+	}
+
+	const skew = 2 * time.Second
+	behind := func() time.Time { return time.Now().Add(-skew) }
+	b := startAppClock(t, s, 6, behind)
+	if !strings.Contains(b.logs.String(), "the clock is behind the last issued ID") {
+		t.Errorf("the restarted instance did not notice its clock was %s behind", skew)
+	}
+	for code := range createLinks(t, b, 100) {
+		if _, dup := before[code]; dup {
+			t.Fatalf("code %s issued before and after the restart", code)
+		}
+		id, _ := codec.ID(code)
+		if id <= last || !idgen.Time(id).After(idgen.Time(last)) {
+			t.Errorf("ID %d (%s) issued after the restart is not later than the last before it (%d, %s)",
+				id, idgen.Time(id).Format(time.StampMilli), last, idgen.Time(last).Format(time.StampMilli))
+		}
+	}
+	if err := b.stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	farBehind := func() time.Time { return time.Now().Add(-time.Hour) }
+	if _, err := launchApp(t, s, 6, farBehind); err == nil || !strings.Contains(err.Error(), "behind the last ID issued") {
+		t.Errorf("restart with the clock an hour behind: got %v, want a refusal", err)
+	}
+}
