@@ -60,9 +60,8 @@ type Config struct {
 	BaseURL  string // prefix of short URLs, e.g. "http://127.0.0.1:8080"
 	Instance string // name sent in X-Served-By, e.g. "app1"
 	MaxBody  int64  // request body limit in bytes
-	// APIKey authorises management calls (DELETE) sent with X-Api-Key.
-	// Empty: management calls are refused.
-	APIKey string
+	// AnonymousCreate lets clients without an API key create links.
+	AnonymousCreate bool
 	// Policy decides which target URLs are accepted.
 	Policy URLPolicy
 	// IdempotencyTTL is how long an Idempotency-Key replays its first
@@ -77,6 +76,7 @@ type Deps struct {
 	Warmer      Warmer
 	Invalidator Invalidator
 	IDs         IDs
+	Keys        Authorizer   // management calls; nil refuses them all
 	Ready       Pinger       // readiness: can the instance serve?
 	Metrics     http.Handler // GET /metrics; nil: not served
 	Log         *slog.Logger
@@ -121,7 +121,11 @@ func New(cfg Config, d Deps) *Handler {
 		e.GET("/metrics", echo.WrapHandler(d.Metrics))
 	}
 	api := e.Group("/api/v1")
-	api.POST("/links", h.create)
+	if cfg.AnonymousCreate {
+		api.POST("/links", h.create)
+	} else {
+		api.POST("/links", h.create, h.requireKey)
+	}
 	api.GET("/links/:code", h.show)
 	api.DELETE("/links/:code", h.remove, h.requireKey)
 	e.GET("/:code", h.redirect)

@@ -119,9 +119,10 @@ func newTestHandler(f *fakeLinks) *Handler {
 }
 
 func newTestHandlerInv(f *fakeLinks, inv Invalidator) *Handler {
-	return New(Config{BaseURL: "http://sho.rt", Instance: "app9", APIKey: "k3y", Policy: NewURLPolicy("http://sho.rt", nil, nil)}, Deps{
+	return New(Config{BaseURL: "http://sho.rt", Instance: "app9", AnonymousCreate: true, Policy: NewURLPolicy("http://sho.rt", nil, nil)}, Deps{
 		Resolver: f, Links: f, IDs: &seqIDs{}, Ready: f, Invalidator: inv,
-		Log: discardLogger(), Now: func() time.Time { return now },
+		Keys: NewKeyring(nil, []string{"k3y"}, time.Second, time.Now),
+		Log:  discardLogger(), Now: func() time.Time { return now },
 	})
 }
 
@@ -386,7 +387,7 @@ func (f *fixedIDs) Next() (int64, string) {
 func TestCreateRetriesTakenCode(t *testing.T) {
 	f := newFakeLinks()
 	f.links["taken"] = store.Link{Code: "taken", URL: "https://old.example/"}
-	h := New(Config{BaseURL: "http://sho.rt"}, Deps{Resolver: f, Links: f, IDs: &fixedIDs{codes: []string{"taken", "fresh"}}, Log: discardLogger()})
+	h := New(Config{BaseURL: "http://sho.rt", AnonymousCreate: true}, Deps{Resolver: f, Links: f, IDs: &fixedIDs{codes: []string{"taken", "fresh"}}, Log: discardLogger()})
 	rec := do(h, "POST", "/api/v1/links", `{"url":"https://new.example/"}`)
 	if rec.Code != 201 || !strings.Contains(rec.Body.String(), `"code":"fresh"`) {
 		t.Fatalf("got %d %s, want 201 with the second code", rec.Code, rec.Body)
@@ -394,7 +395,7 @@ func TestCreateRetriesTakenCode(t *testing.T) {
 	if f.links["taken"].URL != "https://old.example/" {
 		t.Error("the taken code's link was overwritten")
 	}
-	h = New(Config{BaseURL: "http://sho.rt"}, Deps{Resolver: f, Links: f, IDs: &fixedIDs{codes: []string{"taken", "taken", "taken"}}, Log: discardLogger()})
+	h = New(Config{BaseURL: "http://sho.rt", AnonymousCreate: true}, Deps{Resolver: f, Links: f, IDs: &fixedIDs{codes: []string{"taken", "taken", "taken"}}, Log: discardLogger()})
 	if rec := do(h, "POST", "/api/v1/links", `{"url":"https://new.example/"}`); rec.Code != 500 || errCode(t, rec) != CodeInternal {
 		t.Errorf("three taken codes: got %d %s, want 500 internal", rec.Code, rec.Body)
 	}
@@ -419,5 +420,64 @@ func TestAlias(t *testing.T) {
 	}
 	if f.links["My_Link-1"].URL != "https://example.com/a" || f.creates != 1 {
 		t.Errorf("taken alias changed the first link or stored another: %+v, %d creates", f.links["My_Link-1"], f.creates)
+	}
+}
+
+// fakeKeyStore serves hashes and counts the reads.
+type fakeKeyStore struct {
+	hashes []string
+	err    error
+	reads  int
+}
+
+func (f *fakeKeyStore) ActiveKeyHashes(context.Context) ([]string, error) {
+	f.reads++
+	return f.hashes, f.err
+}
+
+func TestKeyring(t *testing.T) {
+	ks := &fakeKeyStore{hashes: []string{HashKey("stored-key")}}
+	clock := now
+	k := NewKeyring(ks, []string{"config-key"}, 5*time.Second, func() time.Time { return clock })
+	ctx := context.Background()
+	for _, tt := range []struct {
+		key  string
+		want bool
+	}{{"stored-key", true}, {"config-key", true}, {"", false}, {"stored-ke", false}, {"other", false}, {HashKey("stored-key"), false}} {
+		if got, err := k.Allow(ctx, tt.key); got != tt.want || err != nil {
+			t.Errorf("Allow(%q) = %v, %v; want %v", tt.key, got, err, tt.want)
+		}
+	}
+	if ks.reads != 1 {
+		t.Errorf("%d reads of the key store within the refresh interval, want 1", ks.reads)
+	}
+	ks.hashes = nil // revoked
+	clock = clock.Add(6 * time.Second)
+	if ok, _ := k.Allow(ctx, "stored-key"); ok {
+		t.Error("a revoked key is still allowed after the refresh interval")
+	}
+	ks.err = store.ErrUnavailable
+	clock = clock.Add(6 * time.Second)
+	if ok, err := k.Allow(ctx, "config-key"); !ok || err != nil {
+		t.Errorf("with the key store down, the config key: %v, %v; want allowed (last good list kept)", ok, err)
+	}
+	cold := NewKeyring(ks, nil, time.Second, time.Now)
+	if _, err := cold.Allow(ctx, "stored-key"); err == nil {
+		t.Error("a keyring that never read its store allowed or denied without an error")
+	}
+}
+
+func TestCreateNeedsKeyWhenAnonymousOff(t *testing.T) {
+	f := newFakeLinks()
+	h := New(Config{BaseURL: "http://sho.rt"}, Deps{Resolver: f, Links: f, IDs: &seqIDs{}, Log: discardLogger(),
+		Keys: NewKeyring(nil, []string{"k3y"}, time.Second, time.Now)})
+	if rec := do(h, "POST", "/api/v1/links", `{"url":"https://example.com/"}`); rec.Code != 401 || errCode(t, rec) != CodeUnauthorized {
+		t.Errorf("anonymous create with the switch off: got %d %s, want 401", rec.Code, rec.Body)
+	}
+	if rec := do(h, "POST", "/api/v1/links", `{"url":"https://example.com/"}`, "X-Api-Key", "k3y"); rec.Code != 201 {
+		t.Errorf("create with a key: got %d %s, want 201", rec.Code, rec.Body)
+	}
+	if f.creates != 1 {
+		t.Errorf("%d links stored, want 1", f.creates)
 	}
 }

@@ -3,7 +3,6 @@ package handler
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -140,12 +139,17 @@ func (h *Handler) show(c echo.Context) error {
 	return c.JSON(http.StatusOK, h.response(l))
 }
 
-// requireKey admits management calls that carry the configured API key in
-// X-Api-Key, compared in constant time.
+// requireKey admits calls that carry a valid API key in X-Api-Key.
 func (h *Handler) requireKey(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		got := c.Request().Header.Get("X-Api-Key")
-		if h.cfg.APIKey == "" || subtle.ConstantTimeCompare([]byte(got), []byte(h.cfg.APIKey)) != 1 {
+		ok := false
+		if h.d.Keys != nil {
+			var err error
+			if ok, err = h.d.Keys.Allow(c.Request().Context(), c.Request().Header.Get("X-Api-Key")); err != nil {
+				return err
+			}
+		}
+		if !ok {
 			return &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "a valid X-Api-Key header is required"}
 		}
 		return next(c)

@@ -47,6 +47,7 @@ type Config struct {
 	L1TTL         time.Duration
 	L1NegativeTTL time.Duration
 	APIKey        string
+	Anonymous     bool
 	IdemTTL       time.Duration
 	CodeKey       string
 	NodeLeaseTTL  time.Duration
@@ -78,6 +79,17 @@ func (e *envFlags) int(p *int, name, env string, def int, usage string) {
 		def = n
 	}
 	e.fs.IntVar(p, name, def, usage+" ($"+env+")")
+}
+
+func (e *envFlags) boolean(p *bool, name, env string, def bool, usage string) {
+	if v := e.getenv(env); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("$%s: %q is not true or false", env, v))
+		}
+		def = b
+	}
+	e.fs.BoolVar(p, name, def, usage+" ($"+env+")")
 }
 
 func (e *envFlags) dur(p *time.Duration, name, env string, def time.Duration, usage string) {
@@ -137,7 +149,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.str(&c.CodeKey, "code-key", "SHORTENER_CODE_KEY", idgen.DefaultKey, "secret that permutes IDs into codes; the same on every instance, at least 16 bytes")
 	e.str(&selfHosts, "self-hosts", "SHORTENER_SELF_HOSTS", "", "comma-separated host names that also reach this shortener (links to them are loops); the base URL's host is always one")
 	e.str(&denyHosts, "deny-hosts", "SHORTENER_DENY_HOSTS", "", "comma-separated host names links may not point to (subdomains included)")
-	e.str(&c.APIKey, "api-key", "SHORTENER_API_KEY", "", "key that authorises management calls (X-Api-Key); empty disables them")
+	e.boolean(&c.Anonymous, "anonymous-create", "SHORTENER_ANONYMOUS_CREATE", true, "let clients without an API key create links")
+	e.str(&c.APIKey, "api-key", "SHORTENER_API_KEY", "", "an API key from the configuration, besides those made with 'shortener keys create' (X-Api-Key)")
 
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err

@@ -49,6 +49,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // runWithClock is run with the clock that decides whether it is safe to
 // issue IDs after a restart; tests set it behind the real one.
 func runWithClock(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, now func() time.Time) error {
+	if len(args) > 0 && args[0] == "keys" {
+		return keys(ctx, args[1:], getenv, stdout, stderr)
+	}
 	cfg, err := parseConfig(args, getenv, stderr)
 	if err != nil {
 		return err
@@ -127,13 +130,14 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	go func() { cacheDone <- c.Run(cctx) }()
 	defer func() { stopCache(); <-cacheDone }() // before Redis closes
 
-	h := handler.New(handler.Config{BaseURL: cfg.BaseURL, Instance: cfg.Instance, APIKey: cfg.APIKey, IdempotencyTTL: cfg.IdemTTL,
+	h := handler.New(handler.Config{BaseURL: cfg.BaseURL, Instance: cfg.Instance, AnonymousCreate: cfg.Anonymous, IdempotencyTTL: cfg.IdemTTL,
 		Policy: handler.NewURLPolicy(cfg.BaseURL, cfg.SelfHosts, cfg.DenyHosts)}, handler.Deps{
 		Resolver:    c,
 		Links:       st,
 		Warmer:      c,
 		Invalidator: c,
 		IDs:         ids,
+		Keys:        handler.NewKeyring(st, []string{cfg.APIKey}, 5*time.Second, time.Now),
 		Ready:       st,
 		Metrics:     promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Log:         log,

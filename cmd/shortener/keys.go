@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"shortener/handler"
+	"shortener/store"
+)
+
+// keys runs "shortener keys create|revoke|list": API keys for management
+// calls. A key is shown once, at creation; only its hash is stored.
+func keys(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("shortener keys", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	e := &envFlags{fs: fs, getenv: getenv}
+	var dsn string
+	e.str(&dsn, "mysql-dsn", "SHORTENER_MYSQL_DSN", "", "MySQL DSN (required)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: shortener keys [-mysql-dsn DSN] create NAME | revoke NAME | list")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := errors.Join(e.errs...); err != nil {
+		return err
+	}
+	if dsn == "" {
+		return errors.New("keys: MySQL DSN is required: set $SHORTENER_MYSQL_DSN or -mysql-dsn")
+	}
+	cmd, rest := fs.Arg(0), fs.Args()
+	if len(rest) > 0 {
+		rest = rest[1:]
+	}
+	if (cmd == "create" || cmd == "revoke") && len(rest) != 1 || cmd == "list" && len(rest) != 0 {
+		fs.Usage()
+		return errors.New("keys: wrong arguments")
+	}
+	st, err := store.Open(store.Config{DSN: dsn, MaxOpen: 2, QueryTimeout: 5 * time.Second, DialTimeout: 2 * time.Second},
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx, 30*time.Second); err != nil {
+		return err
+	}
+	switch cmd {
+	case "create":
+		var b [32]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return err
+		}
+		key := "sk_" + base64.RawURLEncoding.EncodeToString(b[:])
+		if err := st.CreateAPIKey(ctx, rest[0], handler.HashKey(key), time.Now()); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\n", key)
+		fmt.Fprintf(stderr, "API key %q created; it is shown only now. Send it as X-Api-Key.\n", rest[0])
+	case "revoke":
+		if err := st.RevokeAPIKey(ctx, rest[0], time.Now()); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "API key %q revoked; instances stop accepting it within 5 s.\n", rest[0])
+	case "list":
+		ks, err := st.APIKeys(ctx)
+		if err != nil {
+			return err
+		}
+		for _, k := range ks {
+			state := "active"
+			if !k.RevokedAt.IsZero() {
+				state = "revoked " + k.RevokedAt.Format(time.RFC3339)
+			}
+			fmt.Fprintf(stdout, "%s\tcreated %s\t%s\n", k.Name, k.CreatedAt.Format(time.RFC3339), state)
+		}
+	default:
+		fs.Usage()
+		return fmt.Errorf("keys: unknown command %q", cmd)
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+)
+
+// ErrKeyNameTaken means an API key with that name exists.
+var ErrKeyNameTaken = errors.New("store: API key name taken")
+
+// APIKey describes a stored key; the key itself is never stored.
+type APIKey struct {
+	ID        int64
+	Name      string
+	CreatedAt time.Time
+	RevokedAt time.Time // zero: active
+}
+
+// CreateAPIKey stores the hash of a new key under name.
+func (s *Store) CreateAPIKey(ctx context.Context, name, hash string, now time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	_, err := s.db.ExecContext(ctx, "INSERT INTO api_keys (name, key_hash, created_at) VALUES (?, ?, ?)", name, hash, now.UTC())
+	var me *mysql.MySQLError
+	switch {
+	case errors.As(err, &me) && me.Number == 1062:
+		return fmt.Errorf("create API key %q: %w", name, ErrKeyNameTaken)
+	case err != nil:
+		return fmt.Errorf("create API key %q: %w: %w", name, ErrUnavailable, err)
+	}
+	return nil
+}
+
+// RevokeAPIKey revokes the active key called name; ErrNotFound if none.
+func (s *Store) RevokeAPIKey(ctx context.Context, name string, now time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	res, err := s.db.ExecContext(ctx, "UPDATE api_keys SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL", now.UTC(), name)
+	if err != nil {
+		return fmt.Errorf("revoke API key %q: %w: %w", name, ErrUnavailable, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("revoke API key %q: %w", name, ErrNotFound)
+	}
+	return nil
+}
+
+// APIKeys lists every key, revoked ones included.
+func (s *Store) APIKeys(ctx context.Context) ([]APIKey, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	rows, err := s.db.QueryContext(ctx, "SELECT id, name, created_at, revoked_at FROM api_keys ORDER BY id")
+	if err != nil {
+		return nil, fmt.Errorf("list API keys: %w: %w", ErrUnavailable, err)
+	}
+	defer rows.Close()
+	var out []APIKey
+	for rows.Next() {
+		var k APIKey
+		var revoked sql.NullTime
+		if err := rows.Scan(&k.ID, &k.Name, &k.CreatedAt, &revoked); err != nil {
+			return nil, fmt.Errorf("list API keys: %w: %w", ErrUnavailable, err)
+		}
+		k.RevokedAt = revoked.Time
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list API keys: %w: %w", ErrUnavailable, err)
+	}
+	return out, nil
+}
+
+// ActiveKeyHashes returns the hashes of every key not revoked.
+func (s *Store) ActiveKeyHashes(ctx context.Context) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	rows, err := s.db.QueryContext(ctx, "SELECT key_hash FROM api_keys WHERE revoked_at IS NULL")
+	if err != nil {
+		return nil, fmt.Errorf("active API keys: %w: %w", ErrUnavailable, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			return nil, fmt.Errorf("active API keys: %w: %w", ErrUnavailable, err)
+		}
+		out = append(out, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("active API keys: %w: %w", ErrUnavailable, err)
+	}
+	return out, nil
+}
