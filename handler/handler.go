@@ -8,11 +8,14 @@ package handler
 import (
 	"context"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"golang.org/x/time/rate"
 
 	"shortener/store"
 )
@@ -62,6 +65,10 @@ type Config struct {
 	MaxBody  int64  // request body limit in bytes
 	// AnonymousCreate lets clients without an API key create links.
 	AnonymousCreate bool
+	// CreateRate limits link creation per client address (per second,
+	// with CreateBurst at once); 0 turns the limit off.
+	CreateRate  float64
+	CreateBurst int
 	// Policy decides which target URLs are accepted.
 	Policy URLPolicy
 	// IdempotencyTTL is how long an Idempotency-Key replays its first
@@ -121,11 +128,14 @@ func New(cfg Config, d Deps) *Handler {
 		e.GET("/metrics", echo.WrapHandler(d.Metrics))
 	}
 	api := e.Group("/api/v1")
-	if cfg.AnonymousCreate {
-		api.POST("/links", h.create)
-	} else {
-		api.POST("/links", h.create, h.requireKey)
+	createMW := []echo.MiddlewareFunc{}
+	if cfg.CreateRate > 0 {
+		createMW = append(createMW, h.createLimit())
 	}
+	if !cfg.AnonymousCreate {
+		createMW = append(createMW, h.requireKey)
+	}
+	api.POST("/links", h.create, createMW...)
 	api.GET("/links/:code", h.show)
 	api.DELETE("/links/:code", h.remove, h.requireKey)
 	e.GET("/:code", h.redirect)
@@ -203,4 +213,22 @@ func plausibleCode(code string) bool {
 		}
 	}
 	return true
+}
+
+// createLimit limits link creation per client address with a token bucket
+// each (Echo's rate limiter over golang.org/x/time/rate; idle buckets are
+// dropped after three minutes). The address is nginx's X-Real-IP, trusted
+// only from loopback (see New). Over the limit is 429 with Retry-After.
+func (h *Handler) createLimit() echo.MiddlewareFunc {
+	retry := strconv.Itoa(max(1, int(math.Ceil(1/h.cfg.CreateRate))))
+	return middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
+		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
+			Rate: rate.Limit(h.cfg.CreateRate), Burst: max(1, h.cfg.CreateBurst), ExpiresIn: 3 * time.Minute,
+		}),
+		IdentifierExtractor: func(c echo.Context) (string, error) { return c.RealIP(), nil },
+		DenyHandler: func(c echo.Context, _ string, _ error) error {
+			c.Response().Header().Set("Retry-After", retry)
+			return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: "too many links created from this address; retry after " + retry + " s"}
+		},
+	})
 }

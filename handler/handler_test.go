@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -479,5 +480,45 @@ func TestCreateNeedsKeyWhenAnonymousOff(t *testing.T) {
 	}
 	if f.creates != 1 {
 		t.Errorf("%d links stored, want 1", f.creates)
+	}
+}
+
+func TestCreateRateLimit(t *testing.T) {
+	f := newFakeLinks()
+	h := New(Config{BaseURL: "http://sho.rt", AnonymousCreate: true, CreateRate: 1, CreateBurst: 3},
+		Deps{Resolver: f, Links: f, IDs: &seqIDs{}, Log: discardLogger()})
+	post := func(ip string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "/api/v1/links", strings.NewReader(`{"url":"https://example.com/"}`))
+		req.RemoteAddr = "127.0.0.1:5000" // nginx, trusted to name the client
+		req.Header.Set("X-Real-IP", ip)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	for i := range 3 {
+		if rec := post("192.0.2.1"); rec.Code != 201 {
+			t.Fatalf("create %d within the burst: %d %s", i, rec.Code, rec.Body)
+		}
+	}
+	rec := post("192.0.2.1")
+	if rec.Code != 429 || rec.Header().Get("Retry-After") != "1" || errCode(t, rec) != CodeRateLimited {
+		t.Fatalf("create over the limit: %d Retry-After %q %s, want 429 with Retry-After 1", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	if rec := post("192.0.2.2"); rec.Code != 201 {
+		t.Errorf("another client address: %d, want 201", rec.Code)
+	}
+	if f.creates != 4 {
+		t.Errorf("%d links stored, want 4 (the limited request stores nothing)", f.creates)
+	}
+	// X-Real-IP from a peer that is not loopback is not trusted.
+	req := httptest.NewRequest("POST", "/api/v1/links", strings.NewReader(`{"url":"https://example.com/"}`))
+	req.RemoteAddr = "198.51.100.7:5000"
+	req.Header.Set("X-Real-IP", "192.0.2.9")
+	for range 3 {
+		h.ServeHTTP(httptest.NewRecorder(), req)
+		req.Body = io.NopCloser(strings.NewReader(`{"url":"https://example.com/"}`))
+	}
+	if rec := post("192.0.2.9"); rec.Code != 201 {
+		t.Errorf("spoofed X-Real-IP from a remote peer spent the named client's budget: %d", rec.Code)
 	}
 }

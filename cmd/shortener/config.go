@@ -48,6 +48,8 @@ type Config struct {
 	L1NegativeTTL time.Duration
 	APIKey        string
 	Anonymous     bool
+	CreateRate    float64
+	CreateBurst   int
 	IdemTTL       time.Duration
 	CodeKey       string
 	NodeLeaseTTL  time.Duration
@@ -79,6 +81,17 @@ func (e *envFlags) int(p *int, name, env string, def int, usage string) {
 		def = n
 	}
 	e.fs.IntVar(p, name, def, usage+" ($"+env+")")
+}
+
+func (e *envFlags) float(p *float64, name, env string, def float64, usage string) {
+	if v := e.getenv(env); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 0 {
+			e.errs = append(e.errs, fmt.Errorf("$%s: %q is not a non-negative number", env, v))
+		}
+		def = f
+	}
+	e.fs.Float64Var(p, name, def, usage+" ($"+env+")")
 }
 
 func (e *envFlags) boolean(p *bool, name, env string, def bool, usage string) {
@@ -149,6 +162,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.str(&c.CodeKey, "code-key", "SHORTENER_CODE_KEY", idgen.DefaultKey, "secret that permutes IDs into codes; the same on every instance, at least 16 bytes")
 	e.str(&selfHosts, "self-hosts", "SHORTENER_SELF_HOSTS", "", "comma-separated host names that also reach this shortener (links to them are loops); the base URL's host is always one")
 	e.str(&denyHosts, "deny-hosts", "SHORTENER_DENY_HOSTS", "", "comma-separated host names links may not point to (subdomains included)")
+	e.float(&c.CreateRate, "create-rate", "SHORTENER_CREATE_RATE", 100, "links a client address may create per second (0: no limit); nginx limits too")
+	e.int(&c.CreateBurst, "create-burst", "SHORTENER_CREATE_BURST", 200, "links a client address may create at once above the rate")
 	e.boolean(&c.Anonymous, "anonymous-create", "SHORTENER_ANONYMOUS_CREATE", true, "let clients without an API key create links")
 	e.str(&c.APIKey, "api-key", "SHORTENER_API_KEY", "", "an API key from the configuration, besides those made with 'shortener keys create' (X-Api-Key)")
 

@@ -130,7 +130,8 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	go func() { cacheDone <- c.Run(cctx) }()
 	defer func() { stopCache(); <-cacheDone }() // before Redis closes
 
-	h := handler.New(handler.Config{BaseURL: cfg.BaseURL, Instance: cfg.Instance, AnonymousCreate: cfg.Anonymous, IdempotencyTTL: cfg.IdemTTL,
+	h := handler.New(handler.Config{BaseURL: cfg.BaseURL, Instance: cfg.Instance, AnonymousCreate: cfg.Anonymous,
+		CreateRate: cfg.CreateRate, CreateBurst: cfg.CreateBurst, IdempotencyTTL: cfg.IdemTTL,
 		Policy: handler.NewURLPolicy(cfg.BaseURL, cfg.SelfHosts, cfg.DenyHosts)}, handler.Deps{
 		Resolver:    c,
 		Links:       st,
