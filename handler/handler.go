@@ -7,6 +7,7 @@ package handler
 
 import (
 	"context"
+	_ "embed"
 	"log/slog"
 	"math"
 	"net/http"
@@ -19,6 +20,12 @@ import (
 
 	"shortener/store"
 )
+
+// openAPI describes every route; TestOpenAPICoversRoutes keeps the two
+// in step.
+//
+//go:embed openapi.json
+var openAPI []byte
 
 // Resolver answers redirect lookups, through whatever caches it keeps.
 type Resolver interface {
@@ -123,6 +130,7 @@ func New(cfg Config, d Deps) *Handler {
 	e.Use(h.servedBy)
 
 	e.GET("/healthz", h.healthz)
+	e.GET("/openapi.json", func(c echo.Context) error { return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, openAPI) })
 	e.GET("/readyz", h.readyz)
 	if d.Metrics != nil {
 		e.GET("/metrics", echo.WrapHandler(d.Metrics))

@@ -1,0 +1,69 @@
+package handler
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestOpenAPICoversRoutes fails when a served route is missing from
+// openapi.json or a documented one is not served, and checks that every
+// error code the handler can send is listed.
+func TestOpenAPICoversRoutes(t *testing.T) {
+	var spec struct {
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
+		Components struct {
+			Schemas struct {
+				Error struct {
+					Properties struct {
+						Error struct {
+							Properties struct {
+								Code struct {
+									Enum []string `json:"enum"`
+								} `json:"code"`
+							} `json:"properties"`
+						} `json:"error"`
+					} `json:"properties"`
+				} `json:"Error"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openAPI, &spec); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	documented := map[string]bool{}
+	for path, ops := range spec.Paths {
+		for method := range ops {
+			if method != "parameters" {
+				documented[strings.ToUpper(method)+" "+path] = true
+			}
+		}
+	}
+	h := New(Config{AnonymousCreate: true, CreateRate: 1}, Deps{Metrics: http.NotFoundHandler(), Log: discardLogger()})
+	param := regexp.MustCompile(`:([a-z]+)`)
+	served := map[string]bool{}
+	for _, r := range h.e.Routes() {
+		served[r.Method+" "+param.ReplaceAllString(r.Path, "{$1}")] = true
+	}
+	for r := range served {
+		if !documented[r] {
+			t.Errorf("route %s is served but not in openapi.json", r)
+		}
+	}
+	for r := range documented {
+		if !served[r] {
+			t.Errorf("route %s is in openapi.json but not served", r)
+		}
+	}
+	codes := spec.Components.Schemas.Error.Properties.Error.Properties.Code.Enum
+	for _, c := range []string{CodeInvalidURL, CodeURLTooLong, CodeURLControlChars, CodeURLScheme, CodeURLCredentials,
+		CodeURLLoop, CodeURLDenied, CodeInvalidAlias, CodeAliasTaken, CodeInvalidJSON, CodeInvalidRequest, CodeTooLarge,
+		CodeUnauthorized, CodeNotFound, CodeGone, CodeMethodNotAllowed, CodeKeyReused, CodeRateLimited, CodeUnavailable, CodeInternal} {
+		if !slices.Contains(codes, c) {
+			t.Errorf("error code %s is not listed in openapi.json", c)
+		}
+	}
+}
