@@ -232,11 +232,11 @@ func (c Config) LogValue() slog.Value {
 		slog.String("addr", c.Addr), slog.String("instance", c.Instance),
 		slog.Int64("node_id", c.NodeID), slog.String("base_url", c.BaseURL),
 		slog.String("mysql_dsn", store.RedactDSN(c.MySQLDSN)),
-		slog.Int("mysql_max_open", c.MySQLMaxOpen), slog.Duration("mysql_timeout", c.MySQLTimeout),
+		slog.Int("mysql_max_open", c.MySQLMaxOpen), slog.String("mysql_timeout", c.MySQLTimeout.String()),
 		slog.String("redis_master", c.RedisMaster), slog.Any("redis_sentinels", c.RedisSentinels),
 		slog.String("redis_password", pw), slog.Bool("code_key_default", c.CodeKey == idgen.DefaultKey), slog.Bool("api_key_set", c.APIKey != ""),
-		slog.Int("l1_size", c.L1Size), slog.Duration("l1_ttl", c.L1TTL), slog.Duration("redis_timeout", c.RedisTimeout),
-		slog.Int("redis_pool", c.RedisPoolSize), slog.Duration("breaker_delay", c.BreakerDelay),
+		slog.Int("l1_size", c.L1Size), slog.String("l1_ttl", c.L1TTL.String()), slog.String("redis_timeout", c.RedisTimeout.String()),
+		slog.Int("redis_pool", c.RedisPoolSize), slog.String("breaker_delay", c.BreakerDelay.String()),
 		slog.Uint64("breaker_failures", uint64(c.BreakerFailures)), slog.Uint64("breaker_window", uint64(c.BreakerWindow)),
 	)
 }
