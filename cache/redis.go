@@ -63,9 +63,11 @@ func newNode(name string, cfg Config, replicas bool, m *metrics, log *slog.Logge
 			if e.NewState == circuitbreaker.ClosedState {
 				level = slog.LevelInfo
 			}
+			// e.Metrics() is not read here: failsafe-go v0.9.8 hands the
+			// listener stats that other goroutines keep writing (the race
+			// detector reports it), so the log names the states only.
 			log.Log(context.Background(), level, "redis breaker state changed", "breaker", name,
-				"from", e.OldState.String(), "to", e.NewState.String(),
-				"failures", e.Metrics().Failures(), "executions", e.Metrics().Executions())
+				"from", e.OldState.String(), "to", e.NewState.String())
 		}).
 		Build()
 	return n
