@@ -52,7 +52,7 @@ bin/stack:
 ## chaos: the chaos matrix against the running local stack (make up
 ## first): each row of DESIGN.md's failure table under open-model load
 ## through nginx, then a report per scenario (Markdown, JSON, SVG) and the
-## summary table in docs/chaos/. About 12 minutes for all of them.
+## summary table in docs/chaos/. About 8 minutes for all of them.
 ## SCENARIO=kill-master runs one (or a comma-separated list); CHAOS_FLAGS
 ## passes more flags (./bin/chaos -h lists them).
 SCENARIO    ?= all

@@ -1,0 +1,206 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Retry pacing of a create: the first retry waits retryBase, each later
+// one twice as long, none longer than retryCap; a Retry-After header asks
+// for longer, up to retryCap. The cap keeps a create's retries within a
+// few seconds, so an outage shows as failed creates, not as a client that
+// waits forever.
+const (
+	retryBase = 100 * time.Millisecond
+	retryCap  = time.Second
+)
+
+// NewClient returns the HTTP client a load uses: it reports redirects
+// instead of following them, so every Location can be checked, keeps
+// enough idle connections for maxInFlight concurrent requests, and bounds
+// each connect, because a black-holed port would otherwise hold a request
+// until its overall timeout.
+func NewClient(maxInFlight int) *http.Client {
+	return &http.Client{
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Transport: &http.Transport{
+			Proxy:               nil,
+			DialContext:         (&net.Dialer{Timeout: time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        maxInFlight,
+			MaxIdleConnsPerHost: maxInFlight,
+			IdleConnTimeout:     30 * time.Second,
+			DisableCompression:  true,
+		},
+	}
+}
+
+// classify turns a transport error into an outcome: a request that ran
+// out of time has an unknown outcome (the server may still act on it);
+// anything else (refused, reset, closed early) is a failure the client saw.
+func classify(err error) Outcome {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return Unknown
+	}
+	return Failed
+}
+
+// get makes one GET of base/code and returns the status, Location and
+// X-Served-By.
+func get(c *http.Client, base, code string, timeout time.Duration) (status int, loc, servedBy string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/"+code, nil)
+	if err != nil {
+		return 0, "", "", err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, "", "", err
+	}
+	defer resp.Body.Close()
+	// The body is drained so the connection is reused; an error while
+	// reading it is the request's error.
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return resp.StatusCode, "", resp.Header.Get("X-Served-By"), fmt.Errorf("read body: %w", err)
+	}
+	return resp.StatusCode, resp.Header.Get("Location"), resp.Header.Get("X-Served-By"), nil
+}
+
+// redirect resolves code through base and wants 302 to url.
+func redirect(c *http.Client, base, code, url string, timeout time.Duration, r *Result) {
+	status, loc, servedBy, err := get(c, base, code, timeout)
+	r.Status, r.ServedBy = status, servedBy
+	switch {
+	case err != nil:
+		r.Outcome, r.Err = classify(err), fmt.Sprintf("GET: %v", err)
+	case status == http.StatusFound && loc == url:
+		r.Outcome = OK
+	case status >= 300 && status < 400:
+		r.Outcome, r.WrongLocation = Failed, true
+		r.Err = fmt.Sprintf("GET: %d with Location %q, want %q", status, loc, url)
+	default:
+		r.Outcome, r.Err = Failed, fmt.Sprintf("GET: %d%s, want 302", status, source(status, servedBy))
+	}
+}
+
+// source says who gave an error answer: an app names itself in
+// X-Served-By; an answer without it is nginx's own (no app reached, or
+// none left to try), which tells a proxy problem from an app problem.
+func source(status int, servedBy string) string {
+	switch {
+	case status < 500 && status != http.StatusTooManyRequests:
+		return ""
+	case servedBy == "":
+		return " from nginx (no X-Served-By)"
+	default:
+		return " from " + servedBy
+	}
+}
+
+// miss resolves a code that was never issued and wants 404.
+func miss(c *http.Client, base, code string, timeout time.Duration, r *Result) {
+	status, _, servedBy, err := get(c, base, code, timeout)
+	r.Status, r.ServedBy = status, servedBy
+	switch {
+	case err != nil:
+		r.Outcome, r.Err = classify(err), fmt.Sprintf("GET unknown code: %v", err)
+	case status == http.StatusNotFound:
+		r.Outcome = OK
+	default:
+		r.Outcome, r.Err = Failed, fmt.Sprintf("GET unknown code: %d%s, want 404", status, source(status, servedBy))
+	}
+}
+
+// created is the part of a 201 answer the ledger needs.
+type created struct {
+	Code string `json:"code"`
+	URL  string `json:"url"`
+}
+
+// retryable reports whether a create's answer means "try again with the
+// same key": the request may not have reached an app, or the app could not
+// reach its database. Any other answer is final.
+func retryable(status int) bool {
+	return status == http.StatusBadGateway || status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout
+}
+
+// create posts r.URL under r.Key, retrying with the same key on transport
+// errors, timeouts and 502/503/504, up to attempts POSTs. Retrying after a
+// timeout is what the key is for: the first POST may have been stored, and
+// the retry must then return that link rather than make a second.
+func create(c *http.Client, base string, timeout time.Duration, attempts int, due time.Time, r *Result) {
+	body, _ := json.Marshal(map[string]string{"url": r.URL})
+	for attempt := 1; ; attempt++ {
+		r.Attempts = attempt
+		status, got, servedBy, retryAfter, replayed, err := post(c, base, r.Key, body, timeout)
+		if attempt == 1 {
+			r.FirstAnswer, r.FirstStatus = time.Since(due), status
+		}
+		r.Status, r.ServedBy = status, servedBy
+		switch {
+		case err != nil:
+			r.Outcome, r.Err = classify(err), fmt.Sprintf("POST: %v", err)
+		case status == http.StatusCreated && got.Code != "" && got.URL == r.URL:
+			r.Outcome, r.Code, r.Err, r.Replayed = OK, got.Code, "", replayed
+			return
+		case status == http.StatusCreated:
+			// Stored, by the app's word, but not the link asked for: the
+			// ledger must see it, so keep what the app answered.
+			r.Outcome, r.Code = Failed, got.Code
+			r.Err = fmt.Sprintf("POST: 201 with code %q URL %q, want URL %q", got.Code, got.URL, r.URL)
+			return
+		default:
+			r.Outcome, r.Err = Failed, fmt.Sprintf("POST: %d%s", status, source(status, servedBy))
+		}
+		if attempt >= attempts || (err == nil && !retryable(status)) {
+			return
+		}
+		wait := min(retryBase<<(attempt-1), retryCap)
+		if retryAfter > wait {
+			wait = min(retryAfter, retryCap)
+		}
+		time.Sleep(wait) // pacing between retries of one request, not synchronisation
+	}
+}
+
+// post makes one POST of a create. replayed reports the app's
+// Idempotent-Replayed header: the answer is that of an earlier POST.
+func post(c *http.Client, base, key string, body []byte, timeout time.Duration) (status int, got created, servedBy string, retryAfter time.Duration, replayed bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/links", bytes.NewReader(body))
+	if err != nil {
+		return 0, got, "", 0, false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, got, "", 0, false, err
+	}
+	defer resp.Body.Close()
+	servedBy = resp.Header.Get("X-Served-By")
+	replayed = resp.Header.Get("Idempotent-Replayed") == "true"
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
+		retryAfter = time.Duration(s) * time.Second
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return resp.StatusCode, got, servedBy, retryAfter, replayed, fmt.Errorf("read body: %w", err)
+	}
+	if resp.StatusCode == http.StatusCreated {
+		if err := json.Unmarshal(b, &got); err != nil {
+			return resp.StatusCode, got, servedBy, retryAfter, replayed, fmt.Errorf("decode 201: %w", err)
+		}
+	}
+	return resp.StatusCode, got, servedBy, retryAfter, replayed, nil
+}

@@ -1,0 +1,154 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"shortener/stack"
+)
+
+// healthPoll is how often WaitHealthy looks again.
+const healthPoll = 200 * time.Millisecond
+
+// Heal undoes whatever a scenario may have left broken: it removes
+// partitions, thaws frozen processes and restarts those that are down, so
+// that the next scenario starts from a whole stack. Each step is a no-op
+// for a process that is fine. Sentinels come back before Redis nodes, so a
+// restarted node asks them who the master is rather than guessing.
+func Heal(ctx context.Context, s *stack.Stack) error {
+	var errs []error
+	for _, p := range healOrder(s) {
+		if os.Geteuid() == 0 {
+			if err := p.Heal(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if p.Frozen() {
+			if err := p.Cont(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if !p.Running() {
+			if err := p.Restart(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("heal stack: %w", err)
+	}
+	return nil
+}
+
+// healOrder is the order Heal visits processes in: MySQL, sentinels,
+// Redis, apps, nginx.
+func healOrder(s *stack.Stack) []*stack.Proc {
+	out := []*stack.Proc{s.MySQL()}
+	out = append(out, s.Sentinels()...)
+	out = append(out, s.Redis()...)
+	out = append(out, s.Apps()...)
+	if n := s.Nginx(); n != nil {
+		out = append(out, n)
+	}
+	return out
+}
+
+// WaitHealthy polls until the stack is whole: every process running, none
+// frozen or partitioned, the sentinels naming a master that reports itself
+// master with both other nodes linked to it as replicas, every app ready
+// and nginx answering. It returns the last reason it was not, if ctx ends
+// first.
+func WaitHealthy(ctx context.Context, s *stack.Stack, c *http.Client) error {
+	t := time.NewTicker(healthPoll)
+	defer t.Stop()
+	for {
+		err := healthy(ctx, s, c)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait healthy: %w (last: %v)", ctx.Err(), err)
+		case <-t.C:
+		}
+	}
+}
+
+// healthy returns nil when the stack is whole, else the first thing wrong.
+func healthy(ctx context.Context, s *stack.Stack, c *http.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for _, p := range s.Procs() {
+		switch {
+		case !p.Running():
+			return fmt.Errorf("%s is down", p.Name)
+		case p.Frozen():
+			return fmt.Errorf("%s is frozen", p.Name)
+		}
+		if os.Geteuid() == 0 {
+			if on, err := p.Partitioned(ctx); err != nil {
+				return err
+			} else if on {
+				return fmt.Errorf("%s is partitioned", p.Name)
+			}
+		}
+	}
+	m, err := s.Master(ctx)
+	if err != nil {
+		return err
+	}
+	r, err := m.Replication(ctx)
+	if err != nil {
+		return err
+	}
+	if r.Role != "master" || r.ConnectedReplicas < len(s.Redis())-1 {
+		return fmt.Errorf("master %s: role %s, %d replicas connected", m.Name, r.Role, r.ConnectedReplicas)
+	}
+	for _, p := range s.Redis() {
+		if p.Name == m.Name {
+			continue
+		}
+		r, err := p.Replication(ctx)
+		if err != nil {
+			return err
+		}
+		if r.Role != "slave" || r.MasterPort != m.Port || !r.LinkUp {
+			return fmt.Errorf("%s: role %s, master port %d (want %d), link up %v", p.Name, r.Role, r.MasterPort, m.Port, r.LinkUp)
+		}
+	}
+	var urls []string
+	for _, a := range s.Apps() {
+		urls = append(urls, "http://"+a.Addr()+"/readyz")
+	}
+	if base := s.BaseURL(); base != "" {
+		urls = append(urls, base+"/healthz")
+	}
+	for _, u := range urls {
+		if err := want200(ctx, c, u); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// want200 GETs url and wants 200.
+func want200(ctx context.Context, c *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %d", strings.TrimPrefix(url, "http://"), resp.StatusCode)
+	}
+	return nil
+}

@@ -1,0 +1,357 @@
+// Package chaos runs the shortener's chaos scenarios: open-model load
+// through nginx, a fault injected on the local stack while the load runs,
+// and a report a user can trust — every request counted (including those
+// that never got an answer), latency timed from when each request was due,
+// and a ledger that checks every acknowledged create against MySQL.
+//
+// It talks to the stack only as a user and an operator would: HTTP to
+// 127.0.0.1 (nginx for the load, each app's /metrics for its breakers and
+// tiers), the stack package's process controls for the faults, and a
+// read-only MySQL user for the ledger.
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Kind is what a request does.
+type Kind uint8
+
+// The kinds of request a load sends.
+const (
+	// Redirect is GET /{code} of a pre-created link, chosen by Zipf's law;
+	// it succeeds with 302 and the link's URL in Location.
+	Redirect Kind = iota
+	// Create is POST /api/v1/links with a fresh URL and its own
+	// Idempotency-Key, retried with the same key; it succeeds with 201.
+	Create
+	// Miss is GET /{code} of a code that was never issued, a lookup no
+	// cache can answer; it succeeds with 404. While MySQL is down it gets
+	// 503, which DESIGN.md expects, so misses are reported apart.
+	Miss
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Redirect:
+		return "redirect"
+	case Create:
+		return "create"
+	case Miss:
+		return "miss"
+	}
+	return fmt.Sprintf("kind(%d)", k)
+}
+
+// Outcome is how a request ended, from the client's point of view.
+type Outcome uint8
+
+// The outcomes of a request.
+const (
+	// OK is the answer the request wanted.
+	OK Outcome = iota
+	// Failed is a wrong answer, or an error the client saw at once (a
+	// refused or reset connection).
+	Failed
+	// Unknown is no answer: timed out, or never sent because the in-flight
+	// bound was reached. A create whose outcome is unknown may or may not
+	// have been stored; the ledger checks either way.
+	Unknown
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case OK:
+		return "ok"
+	case Failed:
+		return "failed"
+	case Unknown:
+		return "unknown"
+	}
+	return fmt.Sprintf("outcome(%d)", o)
+}
+
+// Result is one request of a load.
+type Result struct {
+	Seq  int
+	Kind Kind
+	// Intended is when the request was due, as an offset from the start of
+	// the load; Latency runs from then until its final answer (after any
+	// retries), so time spent waiting to be sent is latency too.
+	Intended time.Duration
+	Latency  time.Duration
+	Outcome  Outcome
+	// Dropped marks a request not sent because MaxInFlight requests were
+	// already waiting; its Outcome is Unknown.
+	Dropped  bool
+	Status   int    // HTTP status of the final answer; 0 without one
+	ServedBy string // X-Served-By of the final answer
+	Err      string // why it failed or is unknown
+	// WrongLocation marks a redirect answered 3xx with another Location
+	// than its link's: the worst answer a shortener can give.
+	WrongLocation bool
+
+	Link int // Redirect: index of the link in LoadConfig.Links
+
+	// Create only.
+	URL, Key, Code string        // URL sent, Idempotency-Key, code answered
+	Attempts       int           // POSTs sent, retries included
+	Replayed       bool          // the 201 replayed an earlier POST's answer (Idempotent-Replayed)
+	FirstAnswer    time.Duration // from Intended to the first attempt's answer or error
+	FirstStatus    int           // the first attempt's status; 0 without an answer
+}
+
+// Link is a short link the load redirects to.
+type Link struct {
+	Code string `json:"code"`
+	URL  string `json:"url"`
+}
+
+// LoadConfig says what load to send.
+type LoadConfig struct {
+	// BaseURL is nginx's address, "http://127.0.0.1:8080".
+	BaseURL string
+	// Rate is the constant arrival rate, requests per second, of all kinds.
+	Rate float64
+	// CreateShare and MissShare are the shares of requests that are
+	// creates and misses; the rest are redirects.
+	CreateShare, MissShare float64
+	// Zipf is the exponent s (> 1) of the link popularity: link i is
+	// requested in proportion to 1/(1+i)^s.
+	Zipf float64
+	// Links are the pre-created links redirects go to, most popular first.
+	Links []Link
+	// Timeout bounds each HTTP request; one that takes longer is Unknown.
+	Timeout time.Duration
+	// MaxInFlight bounds the requests waiting for an answer; a request due
+	// while that many wait is not sent and counts as Unknown (Dropped).
+	MaxInFlight int
+	// CreateAttempts bounds the POSTs of one create, first one included.
+	CreateAttempts int
+	// Prefix makes created URLs and Idempotency-Keys unique to this load
+	// (run ID and scenario), so the ledger can find them in MySQL.
+	Prefix string
+	// Seed seeds the choice of request kinds and links.
+	Seed uint64
+}
+
+func (c LoadConfig) validate() error {
+	switch {
+	case c.BaseURL == "":
+		return errors.New("no base URL")
+	case c.Rate <= 0:
+		return fmt.Errorf("rate %v: want > 0", c.Rate)
+	case c.CreateShare < 0 || c.MissShare < 0 || c.CreateShare+c.MissShare > 1:
+		return fmt.Errorf("create share %v and miss share %v: want each >= 0 and together <= 1", c.CreateShare, c.MissShare)
+	case c.Zipf <= 1:
+		return fmt.Errorf("zipf exponent %v: want > 1", c.Zipf)
+	case len(c.Links) < 2 && c.CreateShare+c.MissShare < 1:
+		return fmt.Errorf("%d links: redirects need at least 2", len(c.Links))
+	case c.Timeout <= 0 || c.MaxInFlight <= 0 || c.CreateAttempts <= 0:
+		return errors.New("timeout, max in-flight and create attempts must be > 0")
+	case c.Prefix == "":
+		return errors.New("no prefix")
+	}
+	return nil
+}
+
+// Load is an open-model load in progress: requests are due at a constant
+// rate whatever the server does, as real users arrive whether or not the
+// last one was served.
+//
+// The pacer is written here rather than taken from vegeta, the model for
+// it, because vegeta times each request from the moment a worker sends it.
+// When the server stalls, requests queue for a worker and the queueing is
+// not in their latency: the stall shows up as fewer requests, the
+// coordinated-omission error this run exists to avoid. Here every latency
+// runs from the request's intended send time, requests beyond the
+// in-flight bound are counted as Unknown rather than skipped, and each
+// create carries its own Idempotency-Key through its retries, which
+// vegeta's targeters do not model.
+type Load struct {
+	cfg    LoadConfig
+	client *http.Client
+	start  time.Time
+	stop   chan struct{}
+	done   chan struct{} // closed when the pacer has returned
+	wg     sync.WaitGroup
+	slots  chan struct{} // MaxInFlight tokens
+
+	inFlight atomic.Int64
+
+	mu       sync.Mutex
+	results  []Result
+	recent   []time.Duration // latencies completed since the last Tick
+	recentN  [3]int          // ok, failed, unknown since the last Tick
+	lastSeen map[string]time.Time
+}
+
+// StartLoad starts sending cfg's load with client, which must not follow
+// redirects, and returns at once. The load runs until Stop.
+func StartLoad(cfg LoadConfig, client *http.Client) (*Load, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("start load: %w", err)
+	}
+	l := &Load{
+		cfg:      cfg,
+		client:   client,
+		start:    time.Now(),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		slots:    make(chan struct{}, cfg.MaxInFlight),
+		lastSeen: map[string]time.Time{},
+	}
+	go l.pace()
+	return l, nil
+}
+
+// Start returns when the load began; Result.Intended is relative to it.
+func (l *Load) Start() time.Time { return l.start }
+
+// pace dispatches request i at start + i/Rate. When it falls behind (a
+// busy machine, a GC pause) it sends the overdue requests at once with
+// their original intended times, so the delay is charged to their latency.
+func (l *Load) pace() {
+	defer close(l.done)
+	rng := rand.New(rand.NewPCG(l.cfg.Seed, 0x5eed))
+	var zipf *rand.Zipf
+	if len(l.cfg.Links) >= 2 {
+		zipf = rand.NewZipf(rng, l.cfg.Zipf, 1, uint64(len(l.cfg.Links)-1))
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for i := 0; ; i++ {
+		intended := time.Duration(float64(i) * float64(time.Second) / l.cfg.Rate)
+		if wait := time.Until(l.start.Add(intended)); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-l.stop:
+				return
+			case <-timer.C:
+			}
+		} else {
+			select {
+			case <-l.stop:
+				return
+			default:
+			}
+		}
+		r := Result{Seq: i, Intended: intended, Link: -1}
+		switch x := rng.Float64(); {
+		case x < l.cfg.CreateShare:
+			r.Kind = Create
+			r.URL = fmt.Sprintf("https://chaos.example/%s/%d", l.cfg.Prefix, i)
+			r.Key = fmt.Sprintf("%s-%d", l.cfg.Prefix, i)
+		case x < l.cfg.CreateShare+l.cfg.MissShare:
+			r.Kind = Miss
+		default:
+			r.Kind = Redirect
+			r.Link = int(zipf.Uint64())
+		}
+		select {
+		case l.slots <- struct{}{}:
+		default:
+			r.Outcome, r.Dropped = Unknown, true
+			r.Err = fmt.Sprintf("not sent: %d requests in flight", l.cfg.MaxInFlight)
+			l.record(r, time.Now())
+			continue
+		}
+		l.inFlight.Add(1)
+		l.wg.Go(func() {
+			defer func() { <-l.slots; l.inFlight.Add(-1) }()
+			l.send(&r)
+			l.record(r, time.Now())
+		})
+	}
+}
+
+// send makes request r and fills in its outcome.
+func (l *Load) send(r *Result) {
+	due := l.start.Add(r.Intended)
+	switch r.Kind {
+	case Redirect:
+		link := l.cfg.Links[r.Link]
+		redirect(l.client, l.cfg.BaseURL, link.Code, link.URL, l.cfg.Timeout, r)
+	case Miss:
+		missCode := fmt.Sprintf("chaos-miss-%s-%d", l.cfg.Prefix, r.Seq)
+		miss(l.client, l.cfg.BaseURL, missCode, l.cfg.Timeout, r)
+	case Create:
+		create(l.client, l.cfg.BaseURL, l.cfg.Timeout, l.cfg.CreateAttempts, due, r)
+	}
+	r.Latency = time.Since(due)
+}
+
+// record stores r, which completed at now.
+func (l *Load) record(r Result, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.results = append(l.results, r)
+	if !r.Dropped {
+		l.recent = append(l.recent, r.Latency)
+	}
+	l.recentN[r.Outcome]++
+	if r.ServedBy != "" && r.Status > 0 && r.Status < 500 {
+		l.lastSeen[r.ServedBy] = now
+	}
+}
+
+// LastServed returns when app last answered a request of this load with a
+// status below 500, or the zero time if it never did. Scenarios use it to
+// see an app serving through nginx again after a restart.
+func (l *Load) LastServed(app string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastSeen[app]
+}
+
+// Tick is what completed since the previous Tick: the live line's figures.
+type Tick struct {
+	Elapsed                    time.Duration
+	Succeeded, Failed, Unknown int
+	P99                        time.Duration
+	InFlight                   int64
+}
+
+// Tick returns the figures since the previous call and starts anew.
+func (l *Load) Tick() Tick {
+	l.mu.Lock()
+	lat, n := l.recent, l.recentN
+	l.recent, l.recentN = nil, [3]int{}
+	l.mu.Unlock()
+	slices.Sort(lat)
+	return Tick{
+		Elapsed:   time.Since(l.start),
+		Succeeded: n[OK], Failed: n[Failed], Unknown: n[Unknown],
+		P99:      Percentile(lat, 0.99),
+		InFlight: l.inFlight.Load(),
+	}
+}
+
+// Stop stops sending, waits for the requests in flight (each is bounded by
+// its timeouts), and returns every result in order of intended send time.
+// It returns early with what it has if ctx ends first.
+func (l *Load) Stop(ctx context.Context) ([]Result, error) {
+	close(l.stop)
+	<-l.done
+	waited := make(chan struct{})
+	go func() { l.wg.Wait(); close(waited) }()
+	var err error
+	select {
+	case <-waited:
+	case <-ctx.Done():
+		err = fmt.Errorf("stop load: %d requests still in flight: %w", l.inFlight.Load(), ctx.Err())
+	}
+	l.mu.Lock()
+	out := slices.Clone(l.results)
+	l.mu.Unlock()
+	slices.SortFunc(out, func(a, b Result) int { return a.Seq - b.Seq })
+	return out, err
+}

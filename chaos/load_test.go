@@ -1,0 +1,271 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// testLinks are the links the fake servers redirect.
+var testLinks = []Link{{"a", "https://x/a"}, {"b", "https://x/b"}, {"c", "https://x/c"}}
+
+func testLoad(base string) LoadConfig {
+	return LoadConfig{
+		BaseURL: base, Rate: 200, Zipf: 1.1, Links: testLinks,
+		Timeout: 2 * time.Second, MaxInFlight: 50, CreateAttempts: 3, Prefix: "test", Seed: 1,
+	}
+}
+
+// redirector answers GET /{code} like the shortener.
+func redirector(w http.ResponseWriter, r *http.Request) {
+	code := strings.TrimPrefix(r.URL.Path, "/")
+	for _, l := range testLinks {
+		if l.Code == code {
+			w.Header().Set("Location", l.URL)
+			w.WriteHeader(http.StatusFound)
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNotFound)
+}
+
+// waitUntil polls cond every 5 ms, failing the test after 10 s.
+func waitUntil(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	if err := waitFor(context.Background(), 10*time.Second, cond); err != nil {
+		tb.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func stop(tb testing.TB, l *Load) []Result {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := l.Stop(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return res
+}
+
+func countDropped(l *Load) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, r := range l.results {
+		if r.Dropped {
+			n++
+		}
+	}
+	return n
+}
+
+// TestStallIsLatencyNotFewerRequests: the server answers nothing for a
+// while. In the open model, requests keep falling due; those beyond the
+// in-flight bound are counted as unknown, and those that waited have the
+// stall in their latency, timed from when they were due, not from when
+// they were sent.
+func TestStallIsLatencyNotFewerRequests(t *testing.T) {
+	gate := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-gate
+		redirector(w, r)
+	}))
+	defer srv.Close()
+	cfg := testLoad(srv.URL)
+	cfg.MaxInFlight = 4
+	l, err := StartLoad(cfg, NewClient(cfg.MaxInFlight))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "requests to be dropped at the in-flight bound", func() bool { return countDropped(l) >= 5 })
+	opened := time.Since(l.Start())
+	close(gate)
+	results := stop(t, l)
+
+	var c Counts
+	for i, r := range results {
+		if r.Seq != i {
+			t.Fatalf("result %d has seq %d: a due request is missing", i, r.Seq)
+		}
+		c.add(r)
+		switch {
+		case r.Dropped:
+			if r.Outcome != Unknown {
+				t.Errorf("dropped request %d: outcome %v, want unknown", i, r.Outcome)
+			}
+		case r.Intended < opened:
+			// It waited for the gate: at least from when it was due until
+			// the gate opened.
+			if r.Outcome != OK || r.Latency < opened-r.Intended {
+				t.Errorf("request %d due at %v, gate opened at %v: outcome %v latency %v, want ok and >= %v",
+					i, r.Intended, opened, r.Outcome, r.Latency, opened-r.Intended)
+			}
+		}
+	}
+	if c.Dropped < 5 || c.Sent != len(results) || c.Sent != c.Succeeded+c.Failed+c.Unknown {
+		t.Errorf("counts %+v over %d results: want >= 5 dropped and every result counted once", c, len(results))
+	}
+	// The first request was due at once and waited for the whole stall.
+	if results[0].Latency < opened {
+		t.Errorf("first request latency %v, want >= the stall %v", results[0].Latency, opened)
+	}
+}
+
+// TestCreateRetriesWithTheSameKey: the first POST of every create gets
+// 503; the retry carries the same Idempotency-Key and is acknowledged.
+func TestCreateRetriesWithTheSameKey(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ URL string }
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || r.Method != http.MethodPost {
+			http.Error(w, "bad request", 400)
+			return
+		}
+		key := r.Header.Get("Idempotency-Key")
+		mu.Lock()
+		seen[key]++
+		n := seen[key]
+		mu.Unlock()
+		if n == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.WriteHeader(http.StatusCreated)
+		json.NewEncoder(w).Encode(map[string]string{"code": "k" + key, "url": body.URL})
+	}))
+	defer srv.Close()
+	cfg := testLoad(srv.URL)
+	cfg.CreateShare = 1
+	l, err := StartLoad(cfg, NewClient(cfg.MaxInFlight))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "ten creates", func() bool { l.mu.Lock(); defer l.mu.Unlock(); return len(l.results) >= 10 })
+	results := stop(t, l)
+	for _, r := range results {
+		if r.Kind != Create || r.Outcome != OK || r.Attempts != 2 || !r.Replayed || r.Code != "k"+r.Key {
+			t.Errorf("create %d: kind %v outcome %v attempts %d replayed %v code %q (%s); want an acknowledged create after 2 POSTs",
+				r.Seq, r.Kind, r.Outcome, r.Attempts, r.Replayed, r.Code, r.Err)
+		}
+		mu.Lock()
+		if n := seen[r.Key]; n != 2 {
+			t.Errorf("key %s: %d POSTs, want 2 with the same key", r.Key, n)
+		}
+		mu.Unlock()
+	}
+	keys := map[string]bool{}
+	for _, r := range results {
+		if keys[r.Key] {
+			t.Errorf("key %s used by two creates", r.Key)
+		}
+		keys[r.Key] = true
+	}
+}
+
+// TestOutcomes: a slow answer past the client timeout is unknown, a
+// refused connection and a wrong Location are failures.
+func TestOutcomes(t *testing.T) {
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // never answers; the client gives up
+	}))
+	defer slow.Close()
+	var res Result
+	redirect(NewClient(1), slow.URL, "a", "https://x/a", 50*time.Millisecond, &res)
+	if res.Outcome != Unknown {
+		t.Errorf("timed-out redirect: outcome %v (%s), want unknown", res.Outcome, res.Err)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	ln.Close()
+	res = Result{}
+	redirect(NewClient(1), closed, "a", "https://x/a", time.Second, &res)
+	if res.Outcome != Failed {
+		t.Errorf("refused redirect: outcome %v (%s), want failed", res.Outcome, res.Err)
+	}
+
+	wrong := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", "https://elsewhere/")
+		w.WriteHeader(http.StatusFound)
+	}))
+	defer wrong.Close()
+	res = Result{}
+	redirect(NewClient(1), wrong.URL, "a", "https://x/a", time.Second, &res)
+	if res.Outcome != Failed || !res.WrongLocation {
+		t.Errorf("wrong Location: outcome %v wrong %v, want failed and marked", res.Outcome, res.WrongLocation)
+	}
+
+	res = Result{}
+	miss(NewClient(1), wrong.URL, "zz", time.Second, &res)
+	if res.Outcome != Failed || res.Status != 302 {
+		t.Errorf("miss answered 302: outcome %v status %d, want failed", res.Outcome, res.Status)
+	}
+}
+
+// TestPaceKeepsTheRate: over a second the load sends what the rate says,
+// of the kinds in the shares asked for.
+func TestPaceKeepsTheRate(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			w.WriteHeader(http.StatusCreated)
+			fmt.Fprint(w, `{}`)
+			return
+		}
+		redirector(w, r)
+	}))
+	defer srv.Close()
+	cfg := testLoad(srv.URL)
+	cfg.Rate, cfg.CreateShare, cfg.MissShare = 500, 0.2, 0.2
+	l, err := StartLoad(cfg, NewClient(cfg.MaxInFlight))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "a second of load", func() bool { return time.Since(l.Start()) > time.Second })
+	results := stop(t, l)
+	inFirst := map[Kind]int{}
+	for _, r := range results {
+		if r.Intended < time.Second {
+			inFirst[r.Kind]++
+		}
+	}
+	total := inFirst[Redirect] + inFirst[Create] + inFirst[Miss]
+	if total != 500 {
+		t.Errorf("%d requests due in the first second, want 500", total)
+	}
+	// 100 expected of each minority kind; ±50 is many standard deviations.
+	for _, k := range []Kind{Create, Miss} {
+		if n := inFirst[k]; n < 50 || n > 150 {
+			t.Errorf("%d %v requests of 500, want about 100", n, k)
+		}
+	}
+}
+
+func TestLoadConfigRejects(t *testing.T) {
+	good := testLoad("http://127.0.0.1:1")
+	for name, spoil := range map[string]func(*LoadConfig){
+		"zero rate":          func(c *LoadConfig) { c.Rate = 0 },
+		"zipf exponent 1":    func(c *LoadConfig) { c.Zipf = 1 },
+		"shares above 1":     func(c *LoadConfig) { c.CreateShare, c.MissShare = 0.6, 0.6 },
+		"one link":           func(c *LoadConfig) { c.Links = c.Links[:1] },
+		"no in-flight bound": func(c *LoadConfig) { c.MaxInFlight = 0 },
+	} {
+		c := good
+		spoil(&c)
+		if _, err := StartLoad(c, nil); err == nil {
+			t.Errorf("%s: StartLoad accepted it", name)
+		}
+	}
+}

@@ -1,0 +1,247 @@
+package chaos
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// maxListed bounds the problems and errors a Markdown report lists; the
+// JSON has all of them.
+const maxListed = 15
+
+// WriteMarkdown writes r as a Markdown page that embeds chart (the SVG's
+// file name, relative to the page).
+func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+
+	p("# Chaos: %s (%s)\n\n", r.Scenario, r.Fault)
+	if r.Holds {
+		p("**Verdict: the row holds.** Every required check below passed.\n\n")
+	} else {
+		p("**Verdict: the row does not hold.** %s\n\n", strings.Join(r.failures(), " "))
+	}
+	p("- **DESIGN.md promises:** %s.\n", r.Expect)
+	p("- **What the run did:** %s.\n", r.Does)
+	s := r.Settings
+	p("- **Load:** %.0f requests/s, open model (constant arrival rate, latency timed from each request's intended send time): "+
+		"%.0f%% creates (each with its own Idempotency-Key, up to %d POSTs on connection errors, timeouts and 502/503/504), "+
+		"%.0f%% lookups of unknown codes, the rest redirects to %d links chosen by Zipf's law (s = %.2f), never followed. "+
+		"Client timeout %s; at most %d requests in flight (beyond that a request counts as unknown).\n",
+		s.Rate, 100*s.CreateShare, s.CreateAttempts, 100*s.MissShare, s.Links, s.Zipf, ms(s.Timeout), s.MaxInFlight)
+	p("- **Run:** `%s`, started %s.\n\n", r.RunID, r.Started.Format(time.RFC3339))
+	p("![throughput, latency, errors and breaker states of %s](%s)\n\n", r.Scenario, chart)
+
+	// The checks come first: they are the answer to "does the row hold",
+	// and each names its want and got so that a FAIL needs no digging.
+	p("## Checks\n\n| check | want | got | result |\n|---|---|---|---|\n")
+	for _, c := range r.Checks {
+		res := "pass"
+		switch {
+		case !c.OK && c.Required:
+			res = "**FAIL**"
+		case !c.OK:
+			res = "noted"
+		case !c.Required:
+			res = "info"
+		}
+		p("| %s | %s | %s | %s |\n", c.What, c.Want, c.Got, res)
+	}
+	for _, e := range r.RunErrors {
+		p("\nRun error: %s\n", e)
+	}
+
+	// By intended send time, not completion: a request due during the
+	// fault belongs to the fault even if its answer came after the heal.
+	p("\n## Requests by phase\n\nPhases are by intended send time; the fault phase runs from the fault until its heal completed.\n\n")
+	p("| phase | from | to | sent | succeeded | failed | unknown | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, ph := range append(r.Phases, r.Total) {
+		to := fmt.Sprintf("%.1f s", ph.Window.To.Seconds())
+		if ph.Name == "total" {
+			to = fmt.Sprintf("%.1f s", r.Phases[len(r.Phases)-1].Window.To.Seconds())
+		}
+		row(&b, ph.Name, fmt.Sprintf("%.1f s", ph.Window.From.Seconds()), to, ph.All)
+	}
+	p("\n| kind | phase | sent | succeeded | failed | unknown | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, k := range []string{"redirects", "creates", "misses"} {
+		for _, ph := range r.Phases[1:] {
+			st := map[string]PhaseStats{"redirects": ph.Redirects, "creates": ph.Creates, "misses": ph.Misses}[k]
+			row(&b, k, ph.Name, "", st)
+		}
+	}
+
+	p("\n## Failover and recovery\n\n")
+	if r.Failover != nil {
+		p("- Sentinels promoted a replica **%s** after %s.\n", ms(*r.Failover), r.FailoverFrom)
+	}
+	if r.RedisBackAt != nil {
+		p("- Redis available again at %.2f s. Per app, time until its counters moved again (read from /metrics every %s, so up to that late):\n\n",
+			r.RedisBackAt.Seconds(), ms(s.ScrapeEvery))
+		p("  | app | Redis hits moving again | Redis fills moving again | longest stall of hits in the fault phase | of fills |\n  |---|---|---|---|---|\n")
+		for _, a := range r.BackOnRedis {
+			p("  | %s | %s | %s | %s | %s |\n", a.App, optMS(a.Reads), optMS(a.Fills), ms(a.ReadsStalled), ms(a.FillsStalled))
+		}
+		p("\n")
+	}
+	if r.RecoveryWhat != "" {
+		p("- Recovery, %s: **%s**.\n", r.RecoveryWhat, optMS(r.Recovery))
+	}
+	p("- Lookup path during the fault phase: %.0f lookups, %.0f MySQL queries (L1 + singleflight bound %.0f).\n",
+		r.MySQL.Lookups, r.MySQL.Queries, r.MySQL.Bound)
+	if o := r.Outage; o != nil {
+		p("- While MySQL was down (%.1f s to %.1f s): the first POST of each create was answered %s (p99 %s, max %s), "+
+			"and after the client's retries %s; lookups of unknown codes answered %s (p99 %s, max %s). "+
+			"DESIGN.md expects 503s here: failed creates are reported, not counted against the row.\n",
+			o.Window.From.Seconds(), o.Window.To.Seconds(), statusList(o.CreateFirstStatus), ms(o.CreateFirst.P99), ms(o.CreateFirst.Max),
+			statusList(o.CreateStatus), statusList(o.MissStatus), ms(o.Miss.P99), ms(o.Miss.Max))
+	}
+
+	p("\n## Timeline\n\nNumbered as on the chart's dashed lines.\n\n| # | at | event |\n|---|---|---|\n")
+	events := append([]Event(nil), r.Events...)
+	for _, ph := range r.Phases[1:] {
+		events = append(events, Event{At: ph.Window.From, Text: ph.Name + " phase begins"})
+	}
+	sort.SliceStable(events, func(i, j int) bool { return events[i].At < events[j].At })
+	n := 0
+	for _, e := range events {
+		num := ""
+		if !strings.HasSuffix(e.Text, " phase begins") {
+			n++
+			num = fmt.Sprint(n)
+		}
+		p("| %s | %.2f s | %s |\n", num, e.At.Seconds(), e.Text)
+	}
+
+	p("\n## Breaker transitions\n\nFrom `shortener_breaker_transitions_total{breaker,from,to}` on each app's /metrics; a transition happened at or up to one scrape interval before the time shown.\n\n")
+	if len(r.Transitions) == 0 {
+		p("None.\n")
+	} else {
+		p("| at | app | breaker | transition | count |\n|---|---|---|---|---|\n")
+		for _, t := range r.Transitions {
+			p("| %.2f s | %s | %s | %s → %s | %d |\n", t.At.Seconds(), t.App, t.Breaker, t.From, t.To, t.Count)
+		}
+	}
+
+	// The ledger is shown whole, zeros included: "0 lost" is a measured
+	// figure, and its absence would read as "not checked".
+	l := r.Ledger
+	p("\n## Ledger\n\n")
+	if r.LedgerError != "" {
+		p("Not checked: %s\n", r.LedgerError)
+	} else {
+		p("Every create's outcome against MySQL (read-only user) and nginx, after the run:\n\n")
+		p("| | count |\n|---|---|\n")
+		p("| creates acknowledged (201) | %d |\n", l.Acknowledged)
+		p("| of those, in MySQL under their code and URL | %d |\n", l.Stored)
+		p("| lost (acknowledged, no row) | %d |\n", len(l.Lost))
+		p("| stored with another URL | %d |\n", len(l.Mismatched))
+		p("| URLs stored twice (a key that made two links) | %d |\n", len(l.Duplicated))
+		p("| key recorded for another code | %d |\n", len(l.KeyMismatched))
+		p("| acknowledged but not redirecting to their URL through nginx | %d |\n", len(l.Unresolved))
+		p("| not acknowledged (failed or unknown) yet stored | %d (%d of them failed, not timed out) |\n", l.UnacknowledgedStored, l.FailedStored)
+		p("| creates that took more than one POST (same key) | %d |\n", l.Retried)
+		p("| acknowledged with the answer of an earlier POST (Idempotent-Replayed) | %d |\n", l.Replayed)
+		p("| redirects answered | %d |\n", l.Redirects)
+		p("| redirects with a wrong Location | %d |\n", l.WrongLocation)
+		for _, set := range []struct {
+			name string
+			ps   []Problem
+		}{{"Lost", l.Lost}, {"Mismatched", l.Mismatched}, {"Duplicated", l.Duplicated}, {"Key mismatched", l.KeyMismatched}, {"Unresolved", l.Unresolved}} {
+			if len(set.ps) == 0 {
+				continue
+			}
+			p("\n%s (first %d of %d):\n\n", set.name, min(maxListed, len(set.ps)), len(set.ps))
+			for _, pr := range set.ps[:min(maxListed, len(set.ps))] {
+				p("- `%s` %s %s: %s\n", pr.Code, pr.Key, pr.URL, pr.Why)
+			}
+		}
+	}
+
+	p("\n## Errors\n\n")
+	if len(r.Errors) == 0 {
+		p("None: every request got the answer it wanted.\n")
+	} else {
+		p("Failed and unknown requests grouped by cause (first %d of %d groups):\n\n| kind | phase | count | error |\n|---|---|---|---|\n",
+			min(maxListed, len(r.Errors)), len(r.Errors))
+		for _, e := range r.Errors[:min(maxListed, len(r.Errors))] {
+			p("| %s | %s | %d | %s |\n", e.Kind, e.Phase, e.Count, strings.ReplaceAll(e.Message, "|", `\|`))
+		}
+	}
+	if len(r.Notes) > 0 {
+		p("\n## Notes\n\n")
+		for _, n := range r.Notes {
+			p("- %s\n", n)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// failures lists the required checks that failed and the run's errors.
+func (r *Report) failures() []string {
+	var out []string
+	for _, c := range r.Checks {
+		if c.Required && !c.OK {
+			out = append(out, fmt.Sprintf("%s: got %s, want %s.", c.What, c.Got, c.Want))
+		}
+	}
+	for _, e := range r.RunErrors {
+		out = append(out, "Run error: "+e+".")
+	}
+	if r.LedgerError != "" {
+		out = append(out, "Ledger: "+r.LedgerError+".")
+	}
+	return out
+}
+
+func row(b *strings.Builder, a, c, d string, st PhaseStats) {
+	cells := []string{a, c}
+	if d != "" {
+		cells = append(cells, d)
+	}
+	cells = append(cells, fmt.Sprint(st.Sent), fmt.Sprint(st.Succeeded), fmt.Sprint(st.Failed), unknownCell(st.Counts))
+	if st.Latency.N == 0 {
+		cells = append(cells, "–", "–", "–", "–")
+	} else {
+		cells = append(cells, ms(st.Latency.P50), ms(st.Latency.P95), ms(st.Latency.P99), ms(st.Latency.Max))
+	}
+	fmt.Fprintf(b, "| %s |\n", strings.Join(cells, " | "))
+}
+
+func unknownCell(c Counts) string {
+	if c.Dropped > 0 {
+		return fmt.Sprintf("%d (%d not sent)", c.Unknown, c.Dropped)
+	}
+	return fmt.Sprint(c.Unknown)
+}
+
+func optMS(d *time.Duration) string {
+	if d == nil {
+		return "not seen"
+	}
+	return ms(*d)
+}
+
+// statusList renders status counts as "503 ×12, 0 ×1" (0: no answer).
+func statusList(m map[int]int) string {
+	if len(m) == 0 {
+		return "nothing (none due)"
+	}
+	keys := make([]int, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		name := fmt.Sprint(k)
+		if k == 0 {
+			name = "no answer"
+		}
+		parts[i] = fmt.Sprintf("%s ×%d", name, m[k])
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,380 @@
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The series a scrape keeps, by the key it stores them under. The names
+// are the app's (README, "How a lookup travels").
+const (
+	keyLookups  = "lookups"       // shortener_lookups_total
+	keyHits     = "redis_hits"    // shortener_redis_lookups_total{result="hit"}, all roles
+	keyFillsOK  = "fills_ok"      // shortener_redis_fills_total{result="ok"}
+	keyMySQL    = "mysql"         // shortener_mysql_queries_total, all results
+	keyState    = "state/"        // + breaker: shortener_breaker_state{breaker}
+	keyTrans    = "transition/"   // + breaker/from/to: shortener_breaker_transitions_total
+	keySwitched = "switch_master" // shortener_sentinel_events_total{event="switch_master"}
+)
+
+// App is an app instance whose /metrics a run scrapes directly, not
+// through nginx, which would answer from either app.
+type App struct {
+	Name string
+	URL  string // "http://127.0.0.1:8081"
+}
+
+// Sample is one scrape of one app.
+type Sample struct {
+	At  time.Duration // offset from the start of the load
+	App string
+	// Up is false when the scrape failed: the app was down or frozen.
+	Up     bool
+	Values map[string]float64
+}
+
+// Scraper polls every app's /metrics until stopped.
+type Scraper struct {
+	apps   []App
+	every  time.Duration
+	client *http.Client
+	start  time.Time
+	stop   chan struct{}
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	samples []Sample
+}
+
+// StartScraper scrapes each app every interval, timing samples from start.
+// The client should not share connections with the load's (its own
+// transport), so a saturated load does not delay the evidence.
+func StartScraper(apps []App, every time.Duration, start time.Time, client *http.Client) *Scraper {
+	s := &Scraper{apps: apps, every: every, client: client, start: start, stop: make(chan struct{})}
+	for _, a := range apps {
+		s.wg.Go(func() { s.poll(a) })
+	}
+	return s
+}
+
+func (s *Scraper) poll(a App) {
+	t := time.NewTicker(s.every)
+	defer t.Stop()
+	for {
+		smp := Sample{At: time.Since(s.start), App: a.Name}
+		vals, err := scrape(s.client, a.URL, s.every)
+		if err == nil {
+			smp.Up, smp.Values = true, vals
+		}
+		s.mu.Lock()
+		s.samples = append(s.samples, smp)
+		s.mu.Unlock()
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Stop ends the polling and returns the samples in time order.
+func (s *Scraper) Stop() []Sample {
+	close(s.stop)
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := append([]Sample(nil), s.samples...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
+	return out
+}
+
+// scrape reads one app's /metrics, bounded by timeout.
+func scrape(c *http.Client, base string, timeout time.Duration) (map[string]float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", base, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scrape %s: status %d", base, resp.StatusCode)
+	}
+	vals, err := parseMetrics(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", base, err)
+	}
+	return vals, nil
+}
+
+// parseMetrics reads the Prometheus text format and keeps the series a
+// run needs, under the keys above.
+func parseMetrics(r io.Reader) (map[string]float64, error) {
+	vals := map[string]float64{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		name, labels, value, err := parseSample(line)
+		if err != nil {
+			return nil, err
+		}
+		switch name {
+		case "shortener_lookups_total":
+			vals[keyLookups] += value
+		case "shortener_redis_lookups_total":
+			if labels["result"] == "hit" {
+				vals[keyHits] += value
+			}
+		case "shortener_redis_fills_total":
+			if labels["result"] == "ok" {
+				vals[keyFillsOK] += value
+			}
+		case "shortener_mysql_queries_total":
+			vals[keyMySQL] += value
+		case "shortener_breaker_state":
+			vals[keyState+labels["breaker"]] = value
+		case "shortener_breaker_transitions_total":
+			vals[keyTrans+labels["breaker"]+"/"+labels["from"]+"/"+labels["to"]] = value
+		case "shortener_sentinel_events_total":
+			if labels["event"] == "switch_master" {
+				vals[keySwitched] = value
+			}
+		}
+	}
+	return vals, sc.Err()
+}
+
+// parseSample splits one sample line, `name{a="x",b="y"} value [ts]`.
+func parseSample(line string) (name string, labels map[string]string, value float64, err error) {
+	labels = map[string]string{}
+	rest := line
+	if i := strings.IndexAny(line, "{ "); i < 0 {
+		return "", nil, 0, fmt.Errorf("metrics line %q: no value", line)
+	} else {
+		name, rest = line[:i], line[i:]
+	}
+	if strings.HasPrefix(rest, "{") {
+		rest = rest[1:]
+		for {
+			rest = strings.TrimLeft(rest, " ,")
+			if strings.HasPrefix(rest, "}") {
+				rest = rest[1:]
+				break
+			}
+			eq := strings.Index(rest, `="`)
+			if eq < 0 {
+				return "", nil, 0, fmt.Errorf("metrics line %q: bad labels", line)
+			}
+			key := rest[:eq]
+			rest = rest[eq+2:]
+			var v strings.Builder
+			closed := false
+			for i := 0; i < len(rest); i++ {
+				switch c := rest[i]; {
+				case c == '\\' && i+1 < len(rest):
+					i++
+					switch rest[i] {
+					case 'n':
+						v.WriteByte('\n')
+					default:
+						v.WriteByte(rest[i])
+					}
+				case c == '"':
+					rest, closed = rest[i+1:], true
+				default:
+					v.WriteByte(c)
+				}
+				if closed {
+					break
+				}
+			}
+			if !closed {
+				return "", nil, 0, fmt.Errorf("metrics line %q: unterminated label value", line)
+			}
+			labels[key] = v.String()
+		}
+	}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return "", nil, 0, fmt.Errorf("metrics line %q: no value", line)
+	}
+	value, err = strconv.ParseFloat(fields[0], 64)
+	if err != nil {
+		return "", nil, 0, fmt.Errorf("metrics line %q: %w", line, err)
+	}
+	return name, labels, value, nil
+}
+
+// Transition is a breaker changing state on one app, as seen between two
+// scrapes: it happened at or shortly before At.
+type Transition struct {
+	At      time.Duration `json:"at_ns"`
+	App     string        `json:"app"`
+	Breaker string        `json:"breaker"`
+	From    string        `json:"from"`
+	To      string        `json:"to"`
+	Count   int           `json:"count"`
+}
+
+// appSamples returns the samples of app that scraped, in time order.
+func appSamples(samples []Sample, app string) []Sample {
+	var out []Sample
+	for _, s := range samples {
+		if s.App == app && s.Up {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// delta is how much a counter grew from prev to cur. A counter that went
+// down belongs to a restarted app, whose counters began again at zero, so
+// all of cur is growth.
+func delta(prev, cur float64) float64 {
+	if cur < prev {
+		return cur
+	}
+	return cur - prev
+}
+
+// transitions lists every breaker transition the samples show, in time
+// order.
+func transitions(samples []Sample, apps []string) []Transition {
+	var out []Transition
+	for _, app := range apps {
+		ss := appSamples(samples, app)
+		for i := 1; i < len(ss); i++ {
+			for k, v := range ss[i].Values {
+				rest, ok := strings.CutPrefix(k, keyTrans)
+				if !ok {
+					continue
+				}
+				d := delta(ss[i-1].Values[k], v)
+				if d <= 0 {
+					continue
+				}
+				parts := strings.SplitN(rest, "/", 3)
+				if len(parts) != 3 {
+					continue
+				}
+				out = append(out, Transition{At: ss[i].At, App: app, Breaker: parts[0], From: parts[1], To: parts[2], Count: int(d)})
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].At != out[j].At {
+			return out[i].At < out[j].At
+		}
+		return out[i].App+out[i].Breaker < out[j].App+out[j].Breaker
+	})
+	return out
+}
+
+// movedAfter returns the time of the first scrape of app after ref at
+// which counter key had grown since the scrape before it, and whether
+// there was one. The answer is at most one scrape interval late.
+func movedAfter(samples []Sample, app, key string, ref time.Duration) (time.Duration, bool) {
+	ss := appSamples(samples, app)
+	for i := 1; i < len(ss); i++ {
+		if ss[i].At <= ref {
+			continue
+		}
+		if delta(ss[i-1].Values[key], ss[i].Values[key]) > 0 {
+			return ss[i].At, true
+		}
+	}
+	return 0, false
+}
+
+// longestStall returns the longest stretch within w over which counter
+// key did not grow on app: consecutive scrapes with equal values.
+func longestStall(samples []Sample, app, key string, w Window) time.Duration {
+	ss := appSamples(samples, app)
+	var longest, run time.Duration
+	for i := 1; i < len(ss); i++ {
+		if ss[i].At < w.From || ss[i-1].At > w.To {
+			continue
+		}
+		if delta(ss[i-1].Values[key], ss[i].Values[key]) > 0 {
+			run = 0
+			continue
+		}
+		run += ss[i].At - ss[i-1].At
+		longest = max(longest, run)
+	}
+	return longest
+}
+
+// growth sums how much counter key grew on app over w, from the last
+// scrape at or before w.From to the last scrape at or before w.To.
+func growth(samples []Sample, app, key string, w Window) float64 {
+	ss := appSamples(samples, app)
+	var sum float64
+	for i := 1; i < len(ss); i++ {
+		if ss[i].At <= w.From || ss[i].At > w.To {
+			continue
+		}
+		sum += delta(ss[i-1].Values[key], ss[i].Values[key])
+	}
+	return sum
+}
+
+// BreakerState is one breaker's state on one app from At on: "closed",
+// "open", "half-open", or "down" when the app did not answer the scrape.
+type BreakerState struct {
+	At      time.Duration `json:"at_ns"`
+	App     string        `json:"app"`
+	Breaker string        `json:"breaker"`
+	State   string        `json:"state"`
+}
+
+// breakerStates lists each app's breaker states over time, one entry per
+// change, from the shortener_breaker_state gauge (0 closed, 1 open, 2
+// half-open).
+func breakerStates(samples []Sample, apps, breakers []string) []BreakerState {
+	var out []BreakerState
+	for _, app := range apps {
+		for _, b := range breakers {
+			last := ""
+			for _, s := range samples {
+				if s.App != app {
+					continue
+				}
+				st := "down"
+				if s.Up {
+					switch s.Values[keyState+b] {
+					case 0:
+						st = "closed"
+					case 1:
+						st = "open"
+					case 2:
+						st = "half-open"
+					default:
+						st = "unknown"
+					}
+				}
+				if st != last {
+					out = append(out, BreakerState{At: s.At, App: app, Breaker: b, State: st})
+					last = st
+				}
+			}
+		}
+	}
+	return out
+}

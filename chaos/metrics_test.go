@@ -1,0 +1,124 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+const exposition = `# HELP shortener_lookups_total Redirect lookups (Resolve calls).
+# TYPE shortener_lookups_total counter
+shortener_lookups_total 1200
+shortener_redis_lookups_total{result="hit",role="replica"} 700
+shortener_redis_lookups_total{result="hit",role="master"} 50
+shortener_redis_lookups_total{result="miss",role="replica"} 9
+shortener_redis_fills_total{result="ok"} 31
+shortener_redis_fills_total{result="skipped"} 4
+shortener_mysql_queries_total{result="found"} 12
+shortener_mysql_queries_total{result="error"} 3
+shortener_breaker_state{breaker="read"} 0
+shortener_breaker_state{breaker="write"} 1
+shortener_breaker_transitions_total{breaker="write",from="closed",to="open"} 2
+shortener_sentinel_events_total{event="switch_master"} 1
+go_gc_duration_seconds{quantile="0.5"} 1.5e-05
+some_other{label="with \"quotes\", and a comma"} 3
+`
+
+func TestParseMetricsKeepsTheSeriesARunReads(t *testing.T) {
+	got, err := parseMetrics(strings.NewReader(exposition))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{
+		keyLookups: 1200, keyHits: 750, keyFillsOK: 31, keyMySQL: 15,
+		keyState + "read": 0, keyState + "write": 1,
+		keyTrans + "write/closed/open": 2, keySwitched: 1,
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %d series %v, want %d", len(got), got, len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+}
+
+func TestParseSampleRejectsGarbage(t *testing.T) {
+	for _, line := range []string{`novalue`, `x{a="b} 1`, `x{a="b"} notanumber`, `x{a} 1`} {
+		if _, _, _, err := parseSample(line); err == nil {
+			t.Errorf("parseSample(%q): no error, want one", line)
+		}
+	}
+	name, labels, v, err := parseSample(`m{a="x\"y",b="z"} 2.5 1700000000`)
+	if err != nil || name != "m" || labels["a"] != `x"y` || labels["b"] != "z" || v != 2.5 {
+		t.Errorf("parseSample: got %q %v %v %v", name, labels, v, err)
+	}
+}
+
+// series builds samples of one app, one every 200 ms, from values of key
+// (a negative value means the scrape failed: the app was down).
+func series(app, key string, vals ...float64) []Sample {
+	var out []Sample
+	for i, v := range vals {
+		s := Sample{At: time.Duration(i) * 200 * time.Millisecond, App: app}
+		if v >= 0 {
+			s.Up, s.Values = true, map[string]float64{key: v}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestMovedAfter(t *testing.T) {
+	// Fills stall from 0.4 s to 1.0 s, then move again.
+	ss := series("app1", keyFillsOK, 1, 2, 3, 3, 3, 3, 5, 6)
+	got, ok := movedAfter(ss, "app1", keyFillsOK, 700*time.Millisecond)
+	if !ok || got != 1200*time.Millisecond {
+		t.Errorf("movedAfter(0.7 s) = %v %v, want 1.2 s", got, ok)
+	}
+	if _, ok := movedAfter(ss, "app1", keyFillsOK, 1500*time.Millisecond); ok {
+		t.Error("movedAfter(after the last scrape) found a move, want none")
+	}
+	if _, ok := movedAfter(ss, "app2", keyFillsOK, 0); ok {
+		t.Error("movedAfter(app without samples) found a move, want none")
+	}
+	if got := longestStall(ss, "app1", keyFillsOK, Window{0, 2 * time.Second}); got != 600*time.Millisecond {
+		t.Errorf("longestStall = %v, want 600ms", got)
+	}
+}
+
+// TestCountersOfARestartedApp: an app that restarts begins its counters
+// at zero; its first scrape after the restart is growth, not a drop.
+func TestCountersOfARestartedApp(t *testing.T) {
+	ss := series("app1", keyTrans+"read/closed/open", 3, 3, -1, -1, 1, 1)
+	tr := transitions(ss, []string{"app1"})
+	if len(tr) != 1 || tr[0].Count != 1 || tr[0].At != 800*time.Millisecond || tr[0].From != "closed" || tr[0].To != "open" {
+		t.Errorf("transitions = %+v, want one closed→open at 800ms", tr)
+	}
+	if d := delta(5, 2); d != 2 {
+		t.Errorf("delta(5, 2) = %v, want 2 (a reset)", d)
+	}
+}
+
+func TestBreakerStates(t *testing.T) {
+	ss := series("app1", keyState+"read", 0, 0, 1, 2, -1, 0)
+	got := breakerStates(ss, []string{"app1"}, []string{"read"})
+	want := []string{"closed", "open", "half-open", "down", "closed"}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v, want states %v", got, want)
+	}
+	for i, w := range want {
+		if got[i].State != w {
+			t.Errorf("state %d = %s, want %s", i, got[i].State, w)
+		}
+	}
+}
+
+func TestGrowthOverAWindow(t *testing.T) {
+	ss := series("app1", keyMySQL, 10, 10, 14, 20, 20, 30)
+	// Scrapes at 0.2 … 0.8 s: growth from 10 (at 0.2 s) to 20 (at 0.8 s).
+	if got := growth(ss, "app1", keyMySQL, Window{200 * time.Millisecond, 900 * time.Millisecond}); got != 10 {
+		t.Errorf("growth = %v, want 10", got)
+	}
+}

@@ -1,0 +1,385 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"shortener/stack"
+)
+
+// Config is a chaos run's settings; cmd/chaos fills it from flags.
+type Config struct {
+	// Load: arrival rate (requests/s), shares of creates and misses, the
+	// Zipf exponent of link popularity and the number of links.
+	Rate        float64
+	CreateShare float64
+	MissShare   float64
+	Zipf        float64
+	Links       int
+	// Timeout bounds each HTTP request; MaxInFlight bounds the requests
+	// waiting at once; CreateAttempts bounds the POSTs of one create.
+	Timeout        time.Duration
+	MaxInFlight    int
+	CreateAttempts int
+	// Phases: warm-up, steady, fault (at least: a fault that takes longer
+	// to inject extends it) and recovery.
+	Warmup, Steady, Fault, Recovery time.Duration
+	// RedisTimeout, L1TTL and MySQLTimeout are the apps' settings
+	// (SHORTENER_REDIS_TIMEOUT, _L1_TTL, _MYSQL_TIMEOUT); the verdicts
+	// measure against them.
+	RedisTimeout, L1TTL, MySQLTimeout time.Duration
+	// ScrapeEvery is how often each app's /metrics is read.
+	ScrapeEvery time.Duration
+	// HealTimeout bounds healing the stack and waiting for it to be whole.
+	HealTimeout time.Duration
+	// RunID names this run; it prefixes every URL and key it creates.
+	RunID string
+}
+
+// DefaultConfig returns the settings `make chaos` uses unless told
+// otherwise: about 70 s a scenario, the matrix in about 11 minutes.
+func DefaultConfig() Config {
+	return Config{
+		Rate:           1000,
+		CreateShare:    0.05,
+		MissShare:      0.01,
+		Zipf:           1.1,
+		Links:          1000,
+		Timeout:        2 * time.Second,
+		MaxInFlight:    1000,
+		CreateAttempts: 4,
+		Warmup:         5 * time.Second,
+		Steady:         10 * time.Second,
+		Fault:          20 * time.Second,
+		Recovery:       15 * time.Second,
+		RedisTimeout:   50 * time.Millisecond,
+		L1TTL:          5 * time.Second,
+		MySQLTimeout:   time.Second,
+		ScrapeEvery:    200 * time.Millisecond,
+		HealTimeout:    2 * time.Minute,
+		RunID:          time.Now().UTC().Format("20060102T150405"),
+	}
+}
+
+// Runner runs scenarios against one stack.
+type Runner struct {
+	s      *stack.Stack
+	cfg    Config
+	live   io.Writer
+	client *http.Client // the load's
+	probe  *http.Client // scrapes and health checks, no keep-alive
+	db     *ledgerDB
+	links  []Link
+}
+
+// NewRunner returns a runner for the stack s, which must run the apps and
+// nginx. live receives a line per second while a scenario runs.
+func NewRunner(s *stack.Stack, cfg Config, live io.Writer) (*Runner, error) {
+	if s.BaseURL() == "" || len(s.Apps()) == 0 {
+		return nil, errors.New("new runner: the stack runs no apps and no nginx")
+	}
+	if cfg.CreateShare*cfg.Rate > 90 {
+		// nginx limits creates per client address to 100/s (429 above):
+		// every request of the load comes from 127.0.0.1.
+		return nil, fmt.Errorf("new runner: %.0f creates/s is above nginx's per-address limit of 100/s; lower -rate or -create-share", cfg.CreateShare*cfg.Rate)
+	}
+	db, err := openLedgerDB(s.MySQLReadOnlyDSN())
+	if err != nil {
+		return nil, fmt.Errorf("new runner: %w", err)
+	}
+	return &Runner{
+		s:      s,
+		cfg:    cfg,
+		live:   live,
+		client: NewClient(cfg.MaxInFlight),
+		probe: &http.Client{
+			Timeout:   2 * time.Second,
+			Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
+		},
+		db: db,
+	}, nil
+}
+
+// Close releases the runner's connections.
+func (r *Runner) Close() error { return r.db.Close() }
+
+// apps lists the stack's apps for scraping.
+func (r *Runner) apps() []App {
+	var out []App
+	for _, p := range r.s.Apps() {
+		out = append(out, App{Name: p.Name, URL: "http://" + p.Addr()})
+	}
+	return out
+}
+
+// Setup heals the stack, waits until it is whole and creates the links
+// the redirects go to. The links are created on the apps directly, with
+// several workers, paced below the create limit that nginx and each app
+// apply per client address (100/s): the setup is not under test, and a
+// 429 would end it.
+func (r *Runner) Setup(ctx context.Context) error {
+	if err := r.heal(ctx); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	apps := r.apps()
+	r.links = make([]Link, r.cfg.Links)
+	errs := make([]error, r.cfg.Links)
+	pace := time.NewTicker(time.Second / time.Duration(setupRate*len(apps)))
+	defer pace.Stop()
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := range work {
+				res := Result{Kind: Create, URL: fmt.Sprintf("https://chaos.example/%s/links/%d", r.cfg.RunID, i),
+					Key: fmt.Sprintf("%s-links-%d", r.cfg.RunID, i)}
+				create(r.client, apps[i%len(apps)].URL, r.cfg.Timeout, r.cfg.CreateAttempts, time.Now(), &res)
+				if res.Outcome != OK {
+					errs[i] = fmt.Errorf("create link %d: %s", i, res.Err)
+					continue
+				}
+				r.links[i] = Link{Code: res.Code, URL: res.URL}
+			}
+		})
+	}
+	for i := range r.cfg.Links {
+		select {
+		case <-pace.C:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if err := errors.Join(append(errs, ctx.Err())...); err != nil {
+		return fmt.Errorf("setup: %w", err)
+	}
+	return nil
+}
+
+// setupRate is how many links per second Setup creates on each app.
+const setupRate = 80
+
+// heal puts the stack back together and waits until it is whole.
+func (r *Runner) heal(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.HealTimeout)
+	defer cancel()
+	err := Heal(ctx, r.s)
+	if werr := WaitHealthy(ctx, r.s, r.probe); werr != nil {
+		return errors.Join(err, werr)
+	}
+	return nil
+}
+
+// prime reads every link once through each app, so that every scenario
+// starts with all links in Redis (redis-down leaves Redis empty) and in
+// both apps' L1.
+func (r *Runner) prime() error {
+	var failed atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for _, a := range r.apps() {
+		for w := range 4 {
+			wg.Go(func() {
+				for i := w; i < len(r.links); i += 4 {
+					var res Result
+					redirect(r.client, a.URL, r.links[i].Code, r.links[i].URL, r.cfg.Timeout, &res)
+					if res.Outcome != OK {
+						failed.Add(1)
+						firstErr.CompareAndSwap(nil, res.Err)
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		return fmt.Errorf("prime: %d lookups failed; first: %v", n, firstErr.Load())
+	}
+	return nil
+}
+
+// Run runs one scenario: it waits for a whole stack, primes the caches,
+// starts the load and the scrapes, runs the phases with the fault in the
+// third, stops the load, heals the stack, checks the ledger, and returns
+// the report. A fault that cannot be injected or healed is an error in the
+// report, and the run still heals and reports; only a stack that cannot be
+// made whole again is returned as an error, because the next scenario
+// would measure the wreck of this one.
+func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
+	if r.links == nil {
+		return nil, errors.New("run: Setup first")
+	}
+	if err := r.heal(ctx); err != nil {
+		return nil, fmt.Errorf("run %s: before: %w", sc.Name, err)
+	}
+	if err := r.prime(); err != nil {
+		return nil, fmt.Errorf("run %s: %w", sc.Name, err)
+	}
+	began := time.Now()
+	load, err := StartLoad(LoadConfig{
+		BaseURL:        r.s.BaseURL(),
+		Rate:           r.cfg.Rate,
+		CreateShare:    r.cfg.CreateShare,
+		MissShare:      r.cfg.MissShare,
+		Zipf:           r.cfg.Zipf,
+		Links:          r.links,
+		Timeout:        r.cfg.Timeout,
+		MaxInFlight:    r.cfg.MaxInFlight,
+		CreateAttempts: r.cfg.CreateAttempts,
+		Prefix:         r.cfg.RunID + "-" + sc.Name,
+		Seed:           uint64(began.UnixNano()),
+	}, r.client)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", sc.Name, err)
+	}
+	scraper := StartScraper(r.apps(), r.cfg.ScrapeEvery, load.Start(), r.probe)
+	f := &faultRun{s: r.s, load: load, marks: map[string]time.Duration{}}
+
+	var phase atomic.Value
+	phase.Store("warm-up")
+	liveDone := make(chan struct{})
+	liveStop := make(chan struct{})
+	go func() {
+		defer close(liveDone)
+		r.liveLines(sc.Name, load, &phase, liveStop)
+	}()
+
+	at := func() time.Duration { return time.Since(load.Start()) }
+	sleepUntil := func(d time.Duration) {
+		// The phases are a schedule: the load keeps its own time.
+		if wait := d - at(); wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+			}
+		}
+	}
+	var phases struct{ steady, fault, recovery, end time.Duration }
+	var faultErrs []error
+
+	sleepUntil(r.cfg.Warmup)
+	phases.steady = at()
+	phase.Store("steady")
+	sleepUntil(phases.steady + r.cfg.Steady)
+
+	phases.fault = at()
+	phase.Store("fault")
+	// Injecting and healing get their own deadline: a step that hangs must
+	// not hold the run past its budget.
+	fctx, fcancel := context.WithTimeout(ctx, r.cfg.Fault+r.cfg.HealTimeout)
+	if err := sc.inject(fctx, f); err != nil {
+		faultErrs = append(faultErrs, fmt.Errorf("inject: %w", err))
+		f.note("", "inject failed: %v", err)
+	}
+	sleepUntil(phases.fault + r.cfg.Fault)
+	phase.Store("heal")
+	if err := sc.heal(fctx, f); err != nil {
+		faultErrs = append(faultErrs, fmt.Errorf("heal: %w", err))
+		f.note("", "heal failed: %v", err)
+	}
+	fcancel()
+	if f.promoted != nil {
+		<-f.promoted // ends with fctx, so its last note is in before the report reads them
+	}
+
+	phases.recovery = at()
+	phase.Store("recovery")
+	sleepUntil(phases.recovery + r.cfg.Recovery)
+	phases.end = at()
+	phase.Store("draining")
+
+	stopCtx, cancel := context.WithTimeout(ctx, 2*time.Duration(r.cfg.CreateAttempts)*(r.cfg.Timeout+retryCap))
+	results, stopErr := load.Stop(stopCtx)
+	cancel()
+	samples := scraper.Stop()
+	close(liveStop)
+	<-liveDone
+	if stopErr != nil {
+		faultErrs = append(faultErrs, stopErr)
+	}
+
+	// The stack is made whole before the ledger is read: a create's row is
+	// in MySQL or not whether Redis is back, but the ledger resolves every
+	// acknowledged code through nginx.
+	healErr := r.heal(ctx)
+	if healErr != nil {
+		faultErrs = append(faultErrs, fmt.Errorf("heal after the run: %w", healErr))
+	}
+
+	in := reportInput{
+		sc: sc, cfg: r.cfg, began: began, results: results, samples: samples,
+		apps:   appNames(r.apps()),
+		phases: []Window{{0, phases.steady}, {phases.steady, phases.fault}, {phases.fault, phases.recovery}, {phases.recovery, phases.end}},
+		events: f.events, marks: f.marks, errs: faultErrs,
+	}
+	if healErr == nil {
+		in.ledger, in.ledgerErr = r.ledger(ctx, results, r.cfg.RunID+"-"+sc.Name)
+	} else {
+		in.ledgerErr = errors.New("not checked: the stack could not be healed")
+	}
+	rep := buildReport(in)
+	if healErr != nil {
+		return rep, fmt.Errorf("run %s: %w", sc.Name, healErr)
+	}
+	return rep, nil
+}
+
+// ledger checks the results of the load whose URLs and keys start with
+// prefix against MySQL and against nginx.
+func (r *Runner) ledger(ctx context.Context, results []Result, prefix string) (Ledger, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	stored, err := r.db.links(ctx, "https://chaos.example/"+prefix+"/")
+	if err != nil {
+		return Ledger{}, fmt.Errorf("ledger: %w", err)
+	}
+	keys, err := r.db.keys(ctx, prefix+"-")
+	if err != nil {
+		return Ledger{}, fmt.Errorf("ledger: %w", err)
+	}
+	var codes []string
+	for _, res := range results {
+		if res.Kind == Create && res.Outcome == OK {
+			codes = append(codes, res.Code)
+		}
+	}
+	resolved := resolveAll(r.client, r.s.BaseURL(), codes, r.cfg.Timeout)
+	return checkLedger(results, stored, keys, resolved), nil
+}
+
+// liveLines writes a line a second until stop: elapsed time, phase,
+// answers in the last second, errors, p99 and requests in flight.
+func (r *Runner) liveLines(name string, load *Load, phase *atomic.Value, stop <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	load.Tick() // start the first second now
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		k := load.Tick()
+		fmt.Fprintf(r.live, "%-18s %6.1fs %-9s %5d/s ok  %4d failed  %4d unknown  p99 %8s  in flight %d\n",
+			name, k.Elapsed.Seconds(), phase.Load(), k.Succeeded, k.Failed, k.Unknown,
+			k.P99.Round(100*time.Microsecond), k.InFlight)
+	}
+}
+
+func appNames(apps []App) []string {
+	out := make([]string, len(apps))
+	for i, a := range apps {
+		out[i] = a.Name
+	}
+	return out
+}

@@ -1,0 +1,161 @@
+package chaos
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Latency summarises a set of latencies. Percentiles use the nearest-rank
+// method: P99 is the smallest latency that at least 99% of the set do not
+// exceed, always a latency that was measured, never an interpolation
+// between two, so a report can point at the request behind every figure.
+type Latency struct {
+	N   int           `json:"n"`
+	P50 time.Duration `json:"p50_ns"`
+	P95 time.Duration `json:"p95_ns"`
+	P99 time.Duration `json:"p99_ns"`
+	Max time.Duration `json:"max_ns"`
+}
+
+// Summarise returns the percentiles of lat, which it does not modify.
+func Summarise(lat []time.Duration) Latency {
+	if len(lat) == 0 {
+		return Latency{}
+	}
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	return Latency{
+		N:   len(s),
+		P50: Percentile(s, 0.50),
+		P95: Percentile(s, 0.95),
+		P99: Percentile(s, 0.99),
+		Max: s[len(s)-1],
+	}
+}
+
+// Percentile returns the nearest-rank p-quantile (0 < p <= 1) of sorted,
+// which must be in ascending order: the element at rank ceil(p·n). It
+// returns 0 for an empty slice, and the minimum for p <= 0.
+func Percentile(sorted []time.Duration, p float64) time.Duration {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	// The epsilon keeps p·n from landing just above an integer through
+	// floating-point error (0.95·100 is 95.00000000000001), which would skip
+	// a rank.
+	rank := int(math.Ceil(p*float64(n) - 1e-9))
+	return sorted[min(max(rank, 1), n)-1]
+}
+
+// Counts are what happened to a set of requests. Every request sent (or
+// due to be sent) is in exactly one of Succeeded, Failed or Unknown, so
+// Sent = Succeeded + Failed + Unknown always: nothing drops out of the
+// arithmetic.
+type Counts struct {
+	Sent      int `json:"sent"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	// Unknown are requests whose outcome the client cannot know: timed out,
+	// or never sent because the in-flight bound was reached (Dropped).
+	Unknown int `json:"unknown"`
+	Dropped int `json:"dropped"`
+}
+
+// add counts one result.
+func (c *Counts) add(r Result) {
+	c.Sent++
+	switch r.Outcome {
+	case OK:
+		c.Succeeded++
+	case Failed:
+		c.Failed++
+	default:
+		c.Unknown++
+		if r.Dropped {
+			c.Dropped++
+		}
+	}
+}
+
+// Window is a span of a run, as offsets from the start of the load.
+type Window struct {
+	From time.Duration `json:"from_ns"`
+	To   time.Duration `json:"to_ns"`
+}
+
+// contains reports whether t falls in [From, To).
+func (w Window) contains(t time.Duration) bool { return t >= w.From && t < w.To }
+
+// PhaseStats are the figures of one phase (or of the whole run) for one
+// kind of request, or for all of them.
+type PhaseStats struct {
+	Counts
+	Latency Latency `json:"latency"`
+}
+
+// phaseStats computes the figures of the results whose intended send
+// time falls in w and that match keep. Dropped requests were never sent,
+// so they count as unknown but have no latency; timed-out requests count
+// with the time they waited.
+func phaseStats(results []Result, w Window, keep func(Result) bool) PhaseStats {
+	var ps PhaseStats
+	var lat []time.Duration
+	for _, r := range results {
+		if !w.contains(r.Intended) || !keep(r) {
+			continue
+		}
+		ps.add(r)
+		if !r.Dropped {
+			lat = append(lat, r.Latency)
+		}
+	}
+	ps.Latency = Summarise(lat)
+	return ps
+}
+
+// Second is one second of a run, by intended send time: what was due,
+// what came of it, and its latencies. The chart is drawn from these.
+type Second struct {
+	T         int           `json:"t"`
+	Sent      int           `json:"sent"`
+	Succeeded int           `json:"succeeded"`
+	Failed    int           `json:"failed"`
+	Unknown   int           `json:"unknown"`
+	P50       time.Duration `json:"p50_ns"`
+	P99       time.Duration `json:"p99_ns"`
+	Max       time.Duration `json:"max_ns"`
+}
+
+// perSecond buckets results by the second of their intended send time,
+// over the whole seconds in [0, end); a last, partial second would read as
+// a drop in throughput.
+func perSecond(results []Result, end time.Duration) []Second {
+	n := int(end / time.Second)
+	secs := make([]Second, n)
+	lats := make([][]time.Duration, n)
+	for i := range secs {
+		secs[i].T = i
+	}
+	for _, r := range results {
+		i := int(r.Intended / time.Second)
+		if i < 0 || i >= n {
+			continue
+		}
+		var c Counts
+		c.add(r)
+		secs[i].Sent++
+		secs[i].Succeeded += c.Succeeded
+		secs[i].Failed += c.Failed
+		secs[i].Unknown += c.Unknown
+		if !r.Dropped {
+			lats[i] = append(lats[i], r.Latency)
+		}
+	}
+	for i, l := range lats {
+		s := Summarise(l)
+		secs[i].P50, secs[i].P99, secs[i].Max = s.P50, s.P99, s.Max
+	}
+	return secs
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func noEnv(string) string { return "" }
+
+func TestParseDefaultsRunTheWholeMatrix(t *testing.T) {
+	o, err := parse(nil, noEnv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.scenarios) != 9 || o.scenarios[0].Name != "baseline" {
+		t.Errorf("default scenarios: got %d starting with %q, want the 9 of the matrix starting with baseline", len(o.scenarios), o.scenarios[0].Name)
+	}
+	if !strings.HasSuffix(o.dir, ".stack") || !strings.HasSuffix(o.out, "docs/chaos") {
+		t.Errorf("dir %q, out %q: want .stack and docs/chaos", o.dir, o.out)
+	}
+	// The matrix must fit `make chaos`'s 15 minutes: 9 scenarios of their
+	// phases plus about 20 s each of setup, drain, heal and ledger.
+	c := o.cfg
+	if per := c.Warmup + c.Steady + c.Fault + c.Recovery + 20*time.Second; 9*per > 15*time.Minute {
+		t.Errorf("default phases take %v a scenario, %v for the matrix: over 15 minutes", per, 9*per)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	o, err := parse([]string{"-scenario", "kill-master, mysql-down", "-rate", "300", "-fault", "40s", "-dir", "/x"},
+		func(k string) string { return map[string]string{"SHORTENER_STACK_DIR": "/env"}[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.scenarios) != 2 || o.scenarios[0].Name != "kill-master" || o.scenarios[1].Name != "mysql-down" {
+		t.Errorf("scenarios %v, want kill-master and mysql-down", o.scenarios)
+	}
+	if o.cfg.Rate != 300 || o.cfg.Fault != 40*time.Second || o.dir != "/x" {
+		t.Errorf("rate %v fault %v dir %q, want 300, 40s, /x", o.cfg.Rate, o.cfg.Fault, o.dir)
+	}
+	o, err = parse(nil, func(k string) string { return map[string]string{"SHORTENER_STACK_DIR": "/env"}[k] }, io.Discard)
+	if err != nil || o.dir != "/env" {
+		t.Errorf("dir from the environment: %q %v, want /env", o.dir, err)
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	for _, args := range [][]string{{"-scenario", "kill-everything"}, {"extra"}, {"-rate", "fast"}} {
+		if _, err := parse(args, noEnv, io.Discard); err == nil {
+			t.Errorf("parse(%q) accepted it", args)
+		}
+	}
+}
