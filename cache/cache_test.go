@@ -347,3 +347,22 @@ func TestNoReplicaReachable(t *testing.T) {
 		time.Sleep(5 * time.Millisecond) // paces the loop; the exit is the counter
 	}
 }
+
+// TestWriteBreakerRecoversWithoutEvents opens the write breaker by hand
+// (as a burst of failed fills would) and checks that it closes on its own
+// probes, with no Sentinel event: fills are skipped while it is open, so
+// nothing else would give it trial calls.
+func TestWriteBreakerRecoversWithoutEvents(t *testing.T) {
+	c, _, _ := newTestCache(t, Config{BreakerDelay: 200 * time.Millisecond, ReplayInterval: 50 * time.Millisecond})
+	c.write.breaker.Open()
+	deadline := time.Now().Add(10 * time.Second)
+	for !c.write.breaker.IsClosed() {
+		if time.Now().After(deadline) {
+			t.Fatalf("write breaker still %s after 10 s with a healthy master", c.write.state())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := count(c.m.events, "switch_master"); got != 0 {
+		t.Fatalf("a Sentinel event (%v) closed the breaker; this test wants the probes to", got)
+	}
+}

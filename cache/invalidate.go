@@ -111,10 +111,11 @@ func (c *Cache) send(ctx context.Context, codes []string) bool {
 // InvalidationGrace and Redis took it, so each is sent at least twice: the
 // second DEL beats a fill by any instance that read the link from MySQL
 // just before the delete committed.
+//
+// The same tick probes the master while the write breaker is not closed:
+// fills are skipped then, so without a probe nothing would ever give the
+// breaker its trial calls, and it would stay open until a Sentinel event.
 func (c *Cache) replay(ctx context.Context) {
-	if c.outbox == nil {
-		return
-	}
 	t := time.NewTicker(c.cfg.ReplayInterval)
 	defer t.Stop()
 	for {
@@ -123,40 +124,51 @@ func (c *Cache) replay(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		invs, err := c.outbox.PendingInvalidations(ctx, 1000)
-		if err != nil {
-			c.log.Debug("read pending invalidations", "err", err)
-			continue // MySQL is down: keep the set as it is
+		if !c.write.breaker.IsClosed() && c.write.allow() {
+			run(ctx, c.write, func(ctx context.Context, r *redis.Client) (string, error) { //nolint:errcheck // the breaker records it
+				return r.Ping(ctx).Result()
+			})
 		}
-		now := c.now()
-		for _, code := range c.pending.replace(invs, now, c.cfg.InvalidationGrace) {
-			c.l1.drop(code) // deleted elsewhere; maybe its message was lost
+		if c.outbox != nil {
+			c.replayOnce(ctx)
 		}
-		c.m.pending.Set(float64(c.pending.len()))
-		if len(invs) == 0 {
-			continue
+	}
+}
+
+func (c *Cache) replayOnce(ctx context.Context) {
+	invs, err := c.outbox.PendingInvalidations(ctx, 1000)
+	if err != nil {
+		c.log.Debug("read pending invalidations", "err", err)
+		return // MySQL is down: keep the set as it is
+	}
+	now := c.now()
+	for _, code := range c.pending.replace(invs, now, c.cfg.InvalidationGrace) {
+		c.l1.drop(code) // deleted elsewhere; maybe its message was lost
+	}
+	c.m.pending.Set(float64(c.pending.len()))
+	if len(invs) == 0 {
+		return
+	}
+	latest := map[string]time.Time{}
+	var codes []string
+	for _, inv := range invs {
+		if _, ok := latest[inv.Code]; !ok {
+			codes = append(codes, inv.Code)
 		}
-		latest := map[string]time.Time{}
-		var codes []string
-		for _, inv := range invs {
-			if _, ok := latest[inv.Code]; !ok {
-				codes = append(codes, inv.Code)
-			}
-			latest[inv.Code] = inv.CreatedAt
+		latest[inv.Code] = inv.CreatedAt
+	}
+	if !c.send(ctx, codes) {
+		return
+	}
+	cutoff := now.Add(-c.cfg.InvalidationGrace)
+	var done []string
+	for _, code := range codes {
+		if latest[code].Before(cutoff) {
+			done = append(done, code)
 		}
-		if !c.send(ctx, codes) {
-			continue
-		}
-		cutoff := now.Add(-c.cfg.InvalidationGrace)
-		var done []string
-		for _, code := range codes {
-			if latest[code].Before(cutoff) {
-				done = append(done, code)
-			}
-		}
-		if err := c.outbox.DoneInvalidations(ctx, done, cutoff); err != nil {
-			c.log.Debug("mark invalidations done", "err", err)
-		}
+	}
+	if err := c.outbox.DoneInvalidations(ctx, done, cutoff); err != nil {
+		c.log.Debug("mark invalidations done", "err", err)
 	}
 }
 

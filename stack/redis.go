@@ -57,6 +57,14 @@ func configureRedis(ctx context.Context, p *Proc, fresh bool) error {
 			p.s.log.Warn("no sentinel names a master and the config names none; restarting as master", "proc", p.Name, "err", err)
 		}
 	}
+	// A replica's full sync writes dump.rdb even with "save" off, and a
+	// node loads it when it starts. Loaded after an outage, it would bring
+	// back links deleted since the sync: a cache node must start empty.
+	for _, f := range []string{"dump.rdb"} {
+		if err := os.Remove(filepath.Join(p.dir(), f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove stale %s: %w", f, err)
+		}
+	}
 	var b strings.Builder
 	b.WriteString("# Written by package stack on every start. Sentinels may rewrite it\n" +
 		"# (replicaof) while the node runs; the next start replaces it again.\n")
