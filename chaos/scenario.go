@@ -232,7 +232,7 @@ func Scenarios() []Scenario {
 			Name:   "redis-down",
 			Fault:  "all Redis nodes down",
 			Expect: "redirects 0 failed, MySQL load bounded by L1 + singleflight; creates 0 failed",
-			Does:   "SIGKILL all three Redis nodes; at the end of the fault phase restart them, the master the sentinels name first (each reloads the dump.rdb its last replication sync left on disk)",
+			Does:   "SIGKILL all three Redis nodes; at the end of the fault phase restart them, the master the sentinels name first (each starts empty: the stack removes the dump.rdb a replication sync leaves)",
 			target: targetRedis,
 			inject: func(ctx context.Context, f *faultRun) error {
 				m, err := f.takeMaster(ctx)
