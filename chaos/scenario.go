@@ -155,17 +155,7 @@ func Scenarios() []Scenario {
 				return nil
 			},
 			heal: func(ctx context.Context, f *faultRun) error {
-				if err := f.waitPromotion(ctx); err != nil {
-					return err
-				}
-				f.mu.Lock()
-				f.marks[markRedisBack] = f.marks[markPromoted]
-				f.mu.Unlock()
-				if err := f.master.Restart(ctx); err != nil {
-					return err
-				}
-				f.note("", "restarted %s; it rejoins as a replica", f.master.Name)
-				return nil
+				return f.healOldMaster(ctx, false, f.master.Restart, "restarted %s; it rejoins as a replica")
 			},
 		},
 		{
@@ -187,15 +177,7 @@ func Scenarios() []Scenario {
 				return nil
 			},
 			heal: func(ctx context.Context, f *faultRun) error {
-				werr := f.waitPromotion(ctx)
-				f.mu.Lock()
-				f.marks[markRedisBack] = f.marks[markPromoted]
-				f.mu.Unlock()
-				if err := f.master.Cont(); err != nil {
-					return err
-				}
-				f.note("", "SIGCONT %s", f.master.Name)
-				return werr
+				return f.healOldMaster(ctx, true, func(context.Context) error { return f.master.Cont() }, "SIGCONT %s")
 			},
 		},
 		{
@@ -217,15 +199,7 @@ func Scenarios() []Scenario {
 				return nil
 			},
 			heal: func(ctx context.Context, f *faultRun) error {
-				werr := f.waitPromotion(ctx)
-				f.mu.Lock()
-				f.marks[markRedisBack] = f.marks[markPromoted]
-				f.mu.Unlock()
-				if err := f.master.Heal(ctx); err != nil {
-					return err
-				}
-				f.note("", "healed %s", f.master.Name)
-				return werr
+				return f.healOldMaster(ctx, true, f.master.Heal, "healed %s")
 			},
 		},
 		{
@@ -305,17 +279,7 @@ func Scenarios() []Scenario {
 				}
 				f.note(markSentBack, "restarted %s and %s: quorum is back", sent[1].Name, sent[2].Name)
 				f.watchPromotion(ctx)
-				if err := f.waitPromotion(ctx); err != nil {
-					return err
-				}
-				f.mu.Lock()
-				f.marks[markRedisBack] = f.marks[markPromoted]
-				f.mu.Unlock()
-				if err := f.master.Restart(ctx); err != nil {
-					return err
-				}
-				f.note("", "restarted %s; it rejoins as a replica", f.master.Name)
-				return nil
+				return f.healOldMaster(ctx, false, f.master.Restart, "restarted %s; it rejoins as a replica")
 			},
 		},
 		{
@@ -423,4 +387,25 @@ func waitFor(ctx context.Context, limit time.Duration, cond func() bool) error {
 		}
 	}
 	return nil
+}
+
+// healOldMaster waits for the sentinels' promotion, takes it as the moment
+// Redis is back, then brings the old master back with fix and notes it
+// (format gets the master's name). When no promotion comes, healAnyway
+// says whether the old master is still brought back (a frozen or cut-off
+// master must be, or it stays broken for the next scenario); the wait's
+// error is returned either way.
+func (f *faultRun) healOldMaster(ctx context.Context, healAnyway bool, fix func(context.Context) error, format string) error {
+	werr := f.waitPromotion(ctx)
+	if werr != nil && !healAnyway {
+		return werr
+	}
+	f.mu.Lock()
+	f.marks[markRedisBack] = f.marks[markPromoted]
+	f.mu.Unlock()
+	if err := fix(ctx); err != nil {
+		return err
+	}
+	f.note("", format, f.master.Name)
+	return werr
 }
