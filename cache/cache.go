@@ -201,13 +201,13 @@ func (c *Cache) Resolve(ctx context.Context, code string) (store.Link, error) {
 	c.m.lookups.Inc()
 	if e, ok := c.l1.get(code); ok {
 		if !e.found {
-			c.m.l1.WithLabelValues("negative_hit").Inc()
+			c.m.l1NegHit.Inc()
 			return store.Link{}, fmt.Errorf("get link %s: %w", code, store.ErrNotFound)
 		}
-		c.m.l1.WithLabelValues("hit").Inc()
+		c.m.l1Hit.Inc()
 		return e.link, nil
 	}
-	c.m.l1.WithLabelValues("miss").Inc()
+	c.m.l1Miss.Inc()
 
 	res := resultSkipped
 	if !c.pending.has(code) {
