@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"shortener"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,18 +35,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/singleflight"
-
-	"shortener/store"
 )
 
 // Origin answers lookups that the caches cannot: the source of truth.
 type Origin interface {
-	Link(ctx context.Context, code string) (store.Link, error)
+	Link(ctx context.Context, code string) (shortener.Link, error)
 }
 
 // Outbox holds invalidations that must reach Redis.
 type Outbox interface {
-	PendingInvalidations(ctx context.Context, limit int) ([]store.Invalidation, error)
+	PendingInvalidations(ctx context.Context, limit int) ([]shortener.Invalidation, error)
 	DoneInvalidations(ctx context.Context, codes []string, before time.Time) error
 }
 
@@ -196,13 +195,13 @@ func key(code string) string { return "link:" + code }
 // Resolve returns the link for code, which may be expired or deleted (the
 // caller decides what Gone means). It tries L1, then a Redis replica, then
 // MySQL, and fills the faster tiers on the way back. Errors are the
-// origin's: store.ErrNotFound, store.ErrUnavailable.
-func (c *Cache) Resolve(ctx context.Context, code string) (store.Link, error) {
+// origin's: shortener.ErrNotFound, shortener.ErrUnavailable.
+func (c *Cache) Resolve(ctx context.Context, code string) (shortener.Link, error) {
 	c.m.lookups.Inc()
 	if e, ok := c.l1.get(code); ok {
 		if !e.found {
 			c.m.l1NegHit.Inc()
-			return store.Link{}, fmt.Errorf("get link %s: %w", code, store.ErrNotFound)
+			return shortener.Link{}, fmt.Errorf("get link %s: %w", code, shortener.ErrNotFound)
 		}
 		c.m.l1Hit.Inc()
 		return e.link, nil
@@ -211,7 +210,7 @@ func (c *Cache) Resolve(ctx context.Context, code string) (store.Link, error) {
 
 	res := resultSkipped
 	if !c.pending.has(code) {
-		var l store.Link
+		var l shortener.Link
 		l, res = c.fromRedis(ctx, code)
 		if res == resultHit {
 			c.l1.put(l)
@@ -223,11 +222,11 @@ func (c *Cache) Resolve(ctx context.Context, code string) (store.Link, error) {
 
 	l, err := c.fromOrigin(ctx, code)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, shortener.ErrNotFound):
 		c.l1.putMissing(code)
-		return store.Link{}, err
+		return shortener.Link{}, err
 	case err != nil:
-		return store.Link{}, err
+		return shortener.Link{}, err
 	}
 	c.l1.put(l)
 	// Fill Redis only after a clean miss: after an error Redis is likely
@@ -247,32 +246,32 @@ const (
 )
 
 // fromRedis looks code up on a replica and says how it went.
-func (c *Cache) fromRedis(ctx context.Context, code string) (store.Link, string) {
+func (c *Cache) fromRedis(ctx context.Context, code string) (shortener.Link, string) {
 	l, res := c.lookupRedis(ctx, code)
 	c.m.redis.WithLabelValues(roleReplica, res).Inc()
 	return l, res
 }
 
-func (c *Cache) lookupRedis(ctx context.Context, code string) (store.Link, string) {
+func (c *Cache) lookupRedis(ctx context.Context, code string) (shortener.Link, string) {
 	if !c.read.allow() {
-		return store.Link{}, resultSkipped
+		return shortener.Link{}, resultSkipped
 	}
 	val, err := run(ctx, c.read, func(ctx context.Context, r *redis.Client) (string, error) {
 		return r.Get(ctx, key(code)).Result()
 	})
 	switch {
 	case errors.Is(err, redis.Nil):
-		return store.Link{}, resultMiss
+		return shortener.Link{}, resultMiss
 	case err != nil:
 		c.log.Debug("redis lookup failed", "code", code, "err", err)
-		return store.Link{}, resultError
+		return shortener.Link{}, resultError
 	}
 	l, err := decode(code, val)
 	if err != nil {
 		// A value this version cannot read is a miss; the fill that
 		// follows overwrites it.
 		c.log.Warn("undecodable redis entry", "code", code, "err", err)
-		return store.Link{}, resultMiss
+		return shortener.Link{}, resultMiss
 	}
 	return l, resultHit
 }
@@ -281,11 +280,11 @@ func (c *Cache) lookupRedis(ctx context.Context, code string) (store.Link, strin
 // same code. The query runs detached from any one caller's cancellation,
 // under the store's own deadline, so one impatient client cannot fail the
 // others waiting on it.
-func (c *Cache) fromOrigin(ctx context.Context, code string) (store.Link, error) {
+func (c *Cache) fromOrigin(ctx context.Context, code string) (shortener.Link, error) {
 	v, err, shared := c.flight.Do(code, func() (any, error) {
 		l, err := c.origin.Link(context.WithoutCancel(ctx), code)
 		switch {
-		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, shortener.ErrNotFound):
 			c.m.origin.WithLabelValues("not_found").Inc()
 		case err != nil:
 			c.m.origin.WithLabelValues("error").Inc()
@@ -298,16 +297,16 @@ func (c *Cache) fromOrigin(ctx context.Context, code string) (store.Link, error)
 		c.m.shared.Inc()
 	}
 	if err != nil {
-		return store.Link{}, err
+		return shortener.Link{}, err
 	}
-	return v.(store.Link), nil
+	return v.(shortener.Link), nil
 }
 
 // Add writes l into Redis and L1, best effort. Redis is written only while
 // the write breaker is closed, since a fill to a master being replaced is
 // wasted or, worse, slow, and never for a link that is gone or has an
 // invalidation pending.
-func (c *Cache) Add(ctx context.Context, l store.Link) {
+func (c *Cache) Add(ctx context.Context, l shortener.Link) {
 	now := c.now()
 	if l.Gone(now) || c.pending.has(l.Code) {
 		c.m.fills.WithLabelValues("skipped").Inc()
@@ -334,7 +333,7 @@ func (c *Cache) Add(ctx context.Context, l store.Link) {
 
 // encode writes a link as "v1 <redirect> <expires unix ms> <url>": the
 // entry carries its own expiry, so a stale TTL can never outlive it.
-func encode(l store.Link) string {
+func encode(l shortener.Link) string {
 	var exp int64
 	if !l.ExpiresAt.IsZero() {
 		exp = l.ExpiresAt.UnixMilli()
@@ -342,20 +341,20 @@ func encode(l store.Link) string {
 	return "v1 " + strconv.Itoa(l.Redirect) + " " + strconv.FormatInt(exp, 10) + " " + l.URL
 }
 
-func decode(code, val string) (store.Link, error) {
+func decode(code, val string) (shortener.Link, error) {
 	parts := strings.SplitN(val, " ", 4)
 	if len(parts) != 4 || parts[0] != "v1" {
-		return store.Link{}, errors.New("unknown format")
+		return shortener.Link{}, errors.New("unknown format")
 	}
 	redirect, err := strconv.Atoi(parts[1])
 	if err != nil {
-		return store.Link{}, fmt.Errorf("redirect: %w", err)
+		return shortener.Link{}, fmt.Errorf("redirect: %w", err)
 	}
 	exp, err := strconv.ParseInt(parts[2], 10, 64)
 	if err != nil {
-		return store.Link{}, fmt.Errorf("expiry: %w", err)
+		return shortener.Link{}, fmt.Errorf("expiry: %w", err)
 	}
-	l := store.Link{Code: code, URL: parts[3], Redirect: redirect}
+	l := shortener.Link{Code: code, URL: parts[3], Redirect: redirect}
 	if exp != 0 {
 		l.ExpiresAt = time.UnixMilli(exp).UTC()
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"shortener"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,22 +21,21 @@ import (
 
 	"shortener/stack"
 	"shortener/stack/stacktest"
-	"shortener/store"
 )
 
 // fakeOrigin serves links from memory and counts the calls.
 type fakeOrigin struct {
-	links map[string]store.Link
+	links map[string]shortener.Link
 	calls atomic.Int64
 }
 
 var _ Origin = (*fakeOrigin)(nil)
 
-func (f *fakeOrigin) Link(_ context.Context, code string) (store.Link, error) {
+func (f *fakeOrigin) Link(_ context.Context, code string) (shortener.Link, error) {
 	f.calls.Add(1)
 	l, ok := f.links[code]
 	if !ok {
-		return store.Link{}, store.ErrNotFound
+		return shortener.Link{}, shortener.ErrNotFound
 	}
 	return l, nil
 }
@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 
 func TestEncodeDecode(t *testing.T) {
 	exp := time.UnixMilli(1_800_000_000_123).UTC()
-	for _, l := range []store.Link{
+	for _, l := range []shortener.Link{
 		{Code: "a", URL: "https://example.com/a b?c=d e", Redirect: 302},
 		{Code: "b", URL: "https://example.com/", Redirect: 308, ExpiresAt: exp},
 	} {
@@ -67,13 +67,13 @@ func TestEncodeDecode(t *testing.T) {
 // fakeOutbox is an in-memory Outbox.
 type fakeOutbox struct {
 	mu   sync.Mutex
-	invs []store.Invalidation
+	invs []shortener.Invalidation
 }
 
-func (f *fakeOutbox) PendingInvalidations(context.Context, int) ([]store.Invalidation, error) {
+func (f *fakeOutbox) PendingInvalidations(context.Context, int) ([]shortener.Invalidation, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]store.Invalidation(nil), f.invs...), nil
+	return append([]shortener.Invalidation(nil), f.invs...), nil
 }
 
 func (f *fakeOutbox) DoneInvalidations(_ context.Context, codes []string, before time.Time) error {
@@ -94,10 +94,10 @@ func (f *fakeOutbox) DoneInvalidations(_ context.Context, codes []string, before
 }
 
 func testLinks(n int) *fakeOrigin {
-	origin := &fakeOrigin{links: map[string]store.Link{}}
+	origin := &fakeOrigin{links: map[string]shortener.Link{}}
 	for i := range n {
 		code := fmt.Sprintf("c%d", i)
-		origin.links[code] = store.Link{Code: code, URL: "https://example.com/" + code, Redirect: 302}
+		origin.links[code] = shortener.Link{Code: code, URL: "https://example.com/" + code, Redirect: 302}
 	}
 	return origin
 }
@@ -149,7 +149,7 @@ func TestL1AndNegativeEntries(t *testing.T) {
 		if l, err := c.Resolve(ctx, "c1"); err != nil || l.URL != "https://example.com/c1" {
 			t.Fatalf("Resolve(c1) = %+v, %v", l, err)
 		}
-		if _, err := c.Resolve(ctx, "missing"); !errors.Is(err, store.ErrNotFound) {
+		if _, err := c.Resolve(ctx, "missing"); !errors.Is(err, shortener.ErrNotFound) {
 			t.Fatalf("Resolve(missing) error = %v, want ErrNotFound", err)
 		}
 	}
@@ -175,7 +175,7 @@ type gatedOrigin struct {
 	gate chan struct{}
 }
 
-func (g *gatedOrigin) Link(ctx context.Context, code string) (store.Link, error) {
+func (g *gatedOrigin) Link(ctx context.Context, code string) (shortener.Link, error) {
 	<-g.gate
 	return g.fakeOrigin.Link(ctx, code)
 }
@@ -223,11 +223,11 @@ func TestPendingSetReplace(t *testing.T) {
 	var p pendingSet
 	now := time.Unix(1000, 0)
 	p.add("local", now)
-	added := p.replace([]store.Invalidation{{Code: "a"}, {Code: "b"}, {Code: "a"}}, now, time.Second)
+	added := p.replace([]shortener.Invalidation{{Code: "a"}, {Code: "b"}, {Code: "a"}}, now, time.Second)
 	if len(added) != 2 || !p.has("a") || !p.has("b") || !p.has("local") {
 		t.Fatalf("replace: added %v, set a=%v b=%v local=%v; want a, b added and local kept", added, p.has("a"), p.has("b"), p.has("local"))
 	}
-	added = p.replace([]store.Invalidation{{Code: "b"}}, now.Add(2*time.Second), time.Second)
+	added = p.replace([]shortener.Invalidation{{Code: "b"}}, now.Add(2*time.Second), time.Second)
 	if len(added) != 0 || p.has("a") || p.has("local") || !p.has("b") {
 		t.Fatalf("second replace: added %v, a=%v local=%v b=%v; want only b left", added, p.has("a"), p.has("local"), p.has("b"))
 	}
@@ -282,7 +282,7 @@ func TestCacheAside(t *testing.T) {
 	// Misses are answers: they leave the error count and the breaker alone.
 	errs0, misses0 := count(c.m.redis, roleReplica, resultError), count(c.m.redis, roleReplica, resultMiss)
 	for i := range 20 {
-		if _, err := c.Resolve(ctx, fmt.Sprintf("nope%d", i)); !errors.Is(err, store.ErrNotFound) {
+		if _, err := c.Resolve(ctx, fmt.Sprintf("nope%d", i)); !errors.Is(err, shortener.ErrNotFound) {
 			t.Fatalf("unknown code: error = %v, want ErrNotFound", err)
 		}
 	}

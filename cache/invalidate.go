@@ -2,12 +2,11 @@ package cache
 
 import (
 	"context"
+	"shortener"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"shortener/store"
 )
 
 // invalidationChannel carries the codes whose L1 entries every instance
@@ -41,7 +40,7 @@ func (p *pendingSet) add(code string, now time.Time) {
 // replace makes the set what MySQL holds, keeping codes this instance added
 // within grace (a read that began before their commit may lack them). It
 // returns the codes that are new to the set.
-func (p *pendingSet) replace(invs []store.Invalidation, now time.Time, grace time.Duration) (added []string) {
+func (p *pendingSet) replace(invs []shortener.Invalidation, now time.Time, grace time.Duration) (added []string) {
 	next := make(map[string]time.Time, len(invs))
 	p.mu.Lock()
 	defer p.mu.Unlock()

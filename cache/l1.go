@@ -1,18 +1,17 @@
 package cache
 
 import (
+	"shortener"
 	"time"
 
 	"github.com/maypok86/otter/v2"
-
-	"shortener/store"
 )
 
 // l1Entry is what the in-process cache keeps for a code: the link, or the
 // fact that no link has the code (a negative entry), and how long to keep
 // it.
 type l1Entry struct {
-	link  store.Link
+	link  shortener.Link
 	found bool
 	ttl   time.Duration
 }
@@ -47,7 +46,7 @@ func (c *l1) get(code string) (l1Entry, bool) { return c.c.GetIfPresent(code) }
 
 // put keeps a found link until the L1 TTL or its own expiry, whichever is
 // sooner; an expired link is kept for the full TTL, since it stays gone.
-func (c *l1) put(l store.Link) {
+func (c *l1) put(l shortener.Link) {
 	ttl := c.ttl
 	if !l.ExpiresAt.IsZero() {
 		if until := l.ExpiresAt.Sub(c.now()); until > 0 && until < ttl {

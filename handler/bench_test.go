@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"shortener"
 	"testing"
 	"time"
 
@@ -13,32 +14,31 @@ import (
 
 	"shortener/cache"
 	"shortener/handler"
-	"shortener/store"
 )
 
 // oneLink is an origin with a single link.
-type oneLink struct{ l store.Link }
+type oneLink struct{ l shortener.Link }
 
-func (o oneLink) Link(_ context.Context, code string) (store.Link, error) {
+func (o oneLink) Link(_ context.Context, code string) (shortener.Link, error) {
 	if code != o.l.Code {
-		return store.Link{}, store.ErrNotFound
+		return shortener.Link{}, shortener.ErrNotFound
 	}
 	return o.l, nil
 }
 
-func (o oneLink) Create(context.Context, store.Link) error { return nil }
-func (o oneLink) CreateIdempotent(_ context.Context, l store.Link, _ store.Idempotency) (store.Link, bool, error) {
+func (o oneLink) Create(context.Context, shortener.Link) error { return nil }
+func (o oneLink) CreateIdempotent(_ context.Context, l shortener.Link, _ shortener.Idempotency) (shortener.Link, bool, error) {
 	return l, false, nil
 }
-func (o oneLink) Delete(context.Context, string, time.Time) error     { return nil }
-func (o oneLink) Resolve(context.Context, string) (store.Link, error) { return o.l, nil }
+func (o oneLink) Delete(context.Context, string, time.Time) error         { return nil }
+func (o oneLink) Resolve(context.Context, string) (shortener.Link, error) { return o.l, nil }
 
 // BenchmarkRedirectL1Hit measures a warm redirect through the whole
 // handler with the real cache, answered from L1 (Redis is never asked).
 func BenchmarkRedirectL1Hit(b *testing.B) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cache.RouteLibraryLogs(log)
-	origin := oneLink{store.Link{Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
+	origin := oneLink{shortener.Link{Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
 	c, err := cache.New(cache.Config{
 		MasterName: "shortener", SentinelAddrs: []string{"127.0.0.1:1"}, // unreachable: L1 must answer
 		L1TTL: time.Hour,
@@ -54,7 +54,7 @@ func BenchmarkRedirectL1Hit(b *testing.B) {
 // answers from a struct field: the cost of Echo, the middleware and the
 // recorder, against which the L1 path is read as a ratio.
 func BenchmarkRedirectBaseline(b *testing.B) {
-	origin := oneLink{store.Link{Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
+	origin := oneLink{shortener.Link{Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
 	benchRedirect(b, origin, origin, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 

@@ -4,11 +4,10 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"shortener"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
-
-	"shortener/store"
 )
 
 // Stable error codes clients can switch on.
@@ -53,10 +52,10 @@ var mapping = []struct {
 	err error
 	out Error
 }{
-	{store.ErrNotFound, Error{http.StatusNotFound, CodeNotFound, "no link has this code"}},
+	{shortener.ErrNotFound, Error{http.StatusNotFound, CodeNotFound, "no link has this code"}},
 	{errGone, Error{http.StatusGone, CodeGone, "this link has expired or was deleted"}},
-	{store.ErrKeyReused, Error{http.StatusUnprocessableEntity, CodeKeyReused, "this Idempotency-Key was used for a different request"}},
-	{store.ErrUnavailable, Error{http.StatusServiceUnavailable, CodeUnavailable, "the service cannot reach its database; retry shortly"}},
+	{shortener.ErrKeyReused, Error{http.StatusUnprocessableEntity, CodeKeyReused, "this Idempotency-Key was used for a different request"}},
+	{shortener.ErrUnavailable, Error{http.StatusServiceUnavailable, CodeUnavailable, "the service cannot reach its database; retry shortly"}},
 }
 
 // retryAfter is the Retry-After sent with 503s, in seconds.

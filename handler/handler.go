@@ -11,14 +11,13 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"shortener"
 	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"golang.org/x/time/rate"
-
-	"shortener/store"
 )
 
 // openAPI describes every route; TestOpenAPICoversRoutes keeps the two
@@ -29,16 +28,16 @@ var openAPI []byte
 
 // Resolver answers redirect lookups, through whatever caches it keeps.
 type Resolver interface {
-	Resolve(ctx context.Context, code string) (store.Link, error)
+	Resolve(ctx context.Context, code string) (shortener.Link, error)
 }
 
 // Links reads and writes links in the source of truth.
 type Links interface {
-	Create(ctx context.Context, l store.Link) error
-	Link(ctx context.Context, code string) (store.Link, error)
+	Create(ctx context.Context, l shortener.Link) error
+	Link(ctx context.Context, code string) (shortener.Link, error)
 	// CreateIdempotent creates l under an idempotency key, or returns the
 	// link the key already made (replayed).
-	CreateIdempotent(ctx context.Context, l store.Link, idem store.Idempotency) (store.Link, bool, error)
+	CreateIdempotent(ctx context.Context, l shortener.Link, idem shortener.Idempotency) (shortener.Link, bool, error)
 	// Delete marks the link deleted and durably records that caches must
 	// forget it, in one commit.
 	Delete(ctx context.Context, code string, now time.Time) error
@@ -52,7 +51,7 @@ type Invalidator interface {
 
 // Warmer puts a freshly created link into the cache, best effort.
 type Warmer interface {
-	Add(ctx context.Context, l store.Link)
+	Add(ctx context.Context, l shortener.Link)
 }
 
 // IDs issues the ID and code of a new link.
@@ -186,7 +185,7 @@ func (h *Handler) readyz(c echo.Context) error {
 func (h *Handler) redirect(c echo.Context) error {
 	code := c.Param("code")
 	if !plausibleCode(code) {
-		return store.ErrNotFound
+		return shortener.ErrNotFound
 	}
 	l, err := h.d.Resolver.Resolve(c.Request().Context(), code)
 	if err != nil {

@@ -8,23 +8,22 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"shortener"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/labstack/echo/v4"
-
-	"shortener/store"
 )
 
 // fakeLinks is an in-memory Links, Resolver and Pinger.
 type fakeLinks struct {
 	mu      sync.Mutex
-	links   map[string]store.Link
+	links   map[string]shortener.Link
 	err     error // returned by every call when set
 	creates int
-	keys    map[string]store.Idempotency
+	keys    map[string]shortener.Idempotency
 	keyCode map[string]string
 }
 
@@ -34,31 +33,31 @@ var (
 	_ Pinger   = (*fakeLinks)(nil)
 )
 
-func newFakeLinks() *fakeLinks { return &fakeLinks{links: map[string]store.Link{}} }
+func newFakeLinks() *fakeLinks { return &fakeLinks{links: map[string]shortener.Link{}} }
 
-func (f *fakeLinks) Create(_ context.Context, l store.Link) error {
+func (f *fakeLinks) Create(_ context.Context, l shortener.Link) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
 		return f.err
 	}
 	if _, ok := f.links[l.Code]; ok {
-		return store.ErrCodeTaken
+		return shortener.ErrCodeTaken
 	}
 	f.links[l.Code] = l
 	f.creates++
 	return nil
 }
 
-func (f *fakeLinks) Link(_ context.Context, code string) (store.Link, error) {
+func (f *fakeLinks) Link(_ context.Context, code string) (shortener.Link, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
-		return store.Link{}, f.err
+		return shortener.Link{}, f.err
 	}
 	l, ok := f.links[code]
 	if !ok {
-		return store.Link{}, fmt.Errorf("get link %s: %w", code, store.ErrNotFound)
+		return shortener.Link{}, fmt.Errorf("get link %s: %w", code, shortener.ErrNotFound)
 	}
 	return l, nil
 }
@@ -71,24 +70,24 @@ func (f *fakeLinks) Delete(_ context.Context, code string, now time.Time) error 
 	}
 	l, ok := f.links[code]
 	if !ok || !l.DeletedAt.IsZero() {
-		return store.ErrNotFound
+		return shortener.ErrNotFound
 	}
 	l.DeletedAt = now
 	f.links[code] = l
 	return nil
 }
 
-func (f *fakeLinks) CreateIdempotent(ctx context.Context, l store.Link, idem store.Idempotency) (store.Link, bool, error) {
+func (f *fakeLinks) CreateIdempotent(ctx context.Context, l shortener.Link, idem shortener.Idempotency) (shortener.Link, bool, error) {
 	f.mu.Lock()
 	if f.keys == nil {
-		f.keys = map[string]store.Idempotency{}
+		f.keys = map[string]shortener.Idempotency{}
 		f.keyCode = map[string]string{}
 	}
 	if prev, ok := f.keys[idem.Key]; ok {
 		code := f.keyCode[idem.Key]
 		f.mu.Unlock()
 		if prev.RequestHash != idem.RequestHash {
-			return store.Link{}, false, store.ErrKeyReused
+			return shortener.Link{}, false, shortener.ErrKeyReused
 		}
 		l, err := f.Link(ctx, code)
 		return l, true, err
@@ -103,7 +102,7 @@ type fakeInvalidator struct{ codes []string }
 
 func (f *fakeInvalidator) Invalidate(_ context.Context, code string) { f.codes = append(f.codes, code) }
 
-func (f *fakeLinks) Resolve(ctx context.Context, code string) (store.Link, error) {
+func (f *fakeLinks) Resolve(ctx context.Context, code string) (shortener.Link, error) {
 	return f.Link(ctx, code)
 }
 
@@ -222,10 +221,10 @@ func TestCreateRejectsBadInput(t *testing.T) {
 
 func TestRedirectAnswers(t *testing.T) {
 	f := newFakeLinks()
-	f.links["live"] = store.Link{Code: "live", URL: "https://a.example/", Redirect: 302}
-	f.links["perm"] = store.Link{Code: "perm", URL: "https://b.example/", Redirect: 301}
-	f.links["old"] = store.Link{Code: "old", URL: "https://c.example/", Redirect: 302, ExpiresAt: now.Add(-time.Second)}
-	f.links["del"] = store.Link{Code: "del", URL: "https://d.example/", Redirect: 302, DeletedAt: now.Add(-time.Hour)}
+	f.links["live"] = shortener.Link{Code: "live", URL: "https://a.example/", Redirect: 302}
+	f.links["perm"] = shortener.Link{Code: "perm", URL: "https://b.example/", Redirect: 301}
+	f.links["old"] = shortener.Link{Code: "old", URL: "https://c.example/", Redirect: 302, ExpiresAt: now.Add(-time.Second)}
+	f.links["del"] = shortener.Link{Code: "del", URL: "https://d.example/", Redirect: 302, DeletedAt: now.Add(-time.Hour)}
 	h := newTestHandler(f)
 	tests := []struct {
 		path     string
@@ -254,7 +253,7 @@ func TestRedirectAnswers(t *testing.T) {
 
 func TestDatabaseDown(t *testing.T) {
 	f := newFakeLinks()
-	f.err = fmt.Errorf("get link: %w: %w", store.ErrUnavailable, context.DeadlineExceeded)
+	f.err = fmt.Errorf("get link: %w: %w", shortener.ErrUnavailable, context.DeadlineExceeded)
 	h := newTestHandler(f)
 	for _, r := range []struct{ method, path, body string }{
 		{"POST", "/api/v1/links", `{"url":"https://example.com"}`},
@@ -277,15 +276,15 @@ func TestToHTTP(t *testing.T) {
 		status int
 		code   string
 	}{
-		{fmt.Errorf("get link x: %w", store.ErrNotFound), 404, CodeNotFound},
+		{fmt.Errorf("get link x: %w", shortener.ErrNotFound), 404, CodeNotFound},
 		{fmt.Errorf("wrapped: %w", errGone), 410, CodeGone},
-		{fmt.Errorf("create: %w: %w", store.ErrUnavailable, errors.New("dial tcp: refused")), 503, CodeUnavailable},
+		{fmt.Errorf("create: %w: %w", shortener.ErrUnavailable, errors.New("dial tcp: refused")), 503, CodeUnavailable},
 		{&Error{Status: 400, Code: CodeInvalidURL, Message: "m"}, 400, CodeInvalidURL},
 		{fmt.Errorf("ctx: %w", &Error{Status: 400, Code: CodeInvalidJSON, Message: "m"}), 400, CodeInvalidJSON},
 		{echo.ErrNotFound, 404, CodeNotFound},
 		{echo.ErrMethodNotAllowed, 405, CodeMethodNotAllowed},
 		{&http.MaxBytesError{Limit: 10}, 413, CodeTooLarge},
-		{store.ErrCodeTaken, 500, CodeInternal}, // a generated code never collides; if it does, it is a bug
+		{shortener.ErrCodeTaken, 500, CodeInternal}, // a generated code never collides; if it does, it is a bug
 		{errors.New("boom"), 500, CodeInternal},
 	}
 	for _, tt := range tests {
@@ -308,7 +307,7 @@ func TestMethodAndRoute(t *testing.T) {
 
 func TestDelete(t *testing.T) {
 	f := newFakeLinks()
-	f.links["abc"] = store.Link{Code: "abc", URL: "https://a.example/", Redirect: 302}
+	f.links["abc"] = shortener.Link{Code: "abc", URL: "https://a.example/", Redirect: 302}
 	inv := &fakeInvalidator{}
 	h := newTestHandlerInv(f, inv)
 	for _, tt := range []struct {
@@ -387,7 +386,7 @@ func (f *fixedIDs) Next() (int64, string) {
 
 func TestCreateRetriesTakenCode(t *testing.T) {
 	f := newFakeLinks()
-	f.links["taken"] = store.Link{Code: "taken", URL: "https://old.example/"}
+	f.links["taken"] = shortener.Link{Code: "taken", URL: "https://old.example/"}
 	h := New(Config{BaseURL: "http://sho.rt", AnonymousCreate: true}, Deps{Resolver: f, Links: f, IDs: &fixedIDs{codes: []string{"taken", "fresh"}}, Log: discardLogger()})
 	rec := do(h, "POST", "/api/v1/links", `{"url":"https://new.example/"}`)
 	if rec.Code != 201 || !strings.Contains(rec.Body.String(), `"code":"fresh"`) {
@@ -457,7 +456,7 @@ func TestKeyring(t *testing.T) {
 	if ok, _ := k.Allow(ctx, "stored-key"); ok {
 		t.Error("a revoked key is still allowed after the refresh interval")
 	}
-	ks.err = store.ErrUnavailable
+	ks.err = shortener.ErrUnavailable
 	clock = clock.Add(6 * time.Second)
 	if ok, err := k.Allow(ctx, "config-key"); !ok || err != nil {
 		t.Errorf("with the key store down, the config key: %v, %v; want allowed (last good list kept)", ok, err)

@@ -9,12 +9,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"shortener"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
-
-	"shortener/store"
 )
 
 // createRequest is the body of POST /api/v1/links.
@@ -35,7 +34,7 @@ type linkResponse struct {
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
 
-func (h *Handler) response(l store.Link) linkResponse {
+func (h *Handler) response(l shortener.Link) linkResponse {
 	r := linkResponse{
 		Code:      l.Code,
 		ShortURL:  strings.TrimSuffix(h.cfg.BaseURL, "/") + "/" + l.Code,
@@ -89,7 +88,7 @@ func (h *Handler) create(c echo.Context) error {
 		}
 	}
 	now := h.d.Now().UTC().Truncate(time.Millisecond)
-	l := store.Link{URL: u, Redirect: http.StatusFound, CreatedAt: now}
+	l := shortener.Link{URL: u, Redirect: http.StatusFound, CreatedAt: now}
 	switch req.Redirect {
 	case 0:
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
@@ -127,7 +126,7 @@ func (h *Handler) create(c echo.Context) error {
 func (h *Handler) show(c echo.Context) error {
 	code := c.Param("code")
 	if !plausibleCode(code) {
-		return store.ErrNotFound
+		return shortener.ErrNotFound
 	}
 	l, err := h.d.Links.Link(c.Request().Context(), code)
 	if err != nil {
@@ -162,7 +161,7 @@ func (h *Handler) requireKey(next echo.HandlerFunc) echo.HandlerFunc {
 func (h *Handler) remove(c echo.Context) error {
 	code := c.Param("code")
 	if !plausibleCode(code) {
-		return store.ErrNotFound
+		return shortener.ErrNotFound
 	}
 	if err := h.d.Links.Delete(c.Request().Context(), code, h.d.Now()); err != nil {
 		return err
@@ -182,7 +181,7 @@ const codeAttempts = 3
 // insert stores l under a freshly drawn ID and code, drawing again if the
 // code is taken, and under the idempotency key if there is one. With an
 // alias, the alias is the code and a taken alias is final (409).
-func (h *Handler) insert(ctx context.Context, l store.Link, alias, key string, now time.Time) (store.Link, bool, error) {
+func (h *Handler) insert(ctx context.Context, l shortener.Link, alias, key string, now time.Time) (shortener.Link, bool, error) {
 	var err error
 	for range codeAttempts {
 		l.ID, l.Code = h.d.IDs.Next()
@@ -195,9 +194,9 @@ func (h *Handler) insert(ctx context.Context, l store.Link, alias, key string, n
 				return l, false, nil
 			}
 		} else {
-			var got store.Link
+			var got shortener.Link
 			var replayed bool
-			got, replayed, err = h.d.Links.CreateIdempotent(ctx, l, store.Idempotency{
+			got, replayed, err = h.d.Links.CreateIdempotent(ctx, l, shortener.Idempotency{
 				Key:         key,
 				RequestHash: requestHash(l),
 				ExpiresAt:   now.Add(h.cfg.IdempotencyTTL),
@@ -206,15 +205,15 @@ func (h *Handler) insert(ctx context.Context, l store.Link, alias, key string, n
 				return got, replayed, nil
 			}
 		}
-		if !errors.Is(err, store.ErrCodeTaken) {
-			return store.Link{}, false, err
+		if !errors.Is(err, shortener.ErrCodeTaken) {
+			return shortener.Link{}, false, err
 		}
 		if alias != "" {
-			return store.Link{}, false, &Error{Status: http.StatusConflict, Code: CodeAliasTaken, Message: fmt.Sprintf("alias %q is taken", alias)}
+			return shortener.Link{}, false, &Error{Status: http.StatusConflict, Code: CodeAliasTaken, Message: fmt.Sprintf("alias %q is taken", alias)}
 		}
 		h.log.Warn("generated code already taken; drawing another", "code", l.Code)
 	}
-	return store.Link{}, false, fmt.Errorf("create link: %d codes in a row were taken: %w", codeAttempts, err)
+	return shortener.Link{}, false, fmt.Errorf("create link: %d codes in a row were taken: %w", codeAttempts, err)
 }
 
 // maxKeyLen bounds an Idempotency-Key; a UUID needs 36 bytes.
@@ -240,7 +239,7 @@ func idempotencyKey(h http.Header) (string, error) {
 
 // requestHash fingerprints what a create asks for, so a retry can be told
 // from another request reusing its key.
-func requestHash(l store.Link) string {
+func requestHash(l shortener.Link) string {
 	var exp int64
 	if !l.ExpiresAt.IsZero() {
 		exp = l.ExpiresAt.UnixMilli()

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"shortener"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -31,21 +32,21 @@ func (s *Store) CreateAPIKey(ctx context.Context, name, hash string, now time.Ti
 	case errors.As(err, &me) && me.Number == 1062:
 		return fmt.Errorf("create API key %q: %w", name, ErrKeyNameTaken)
 	case err != nil:
-		return fmt.Errorf("create API key %q: %w: %w", name, ErrUnavailable, err)
+		return fmt.Errorf("create API key %q: %w: %w", name, shortener.ErrUnavailable, err)
 	}
 	return nil
 }
 
-// RevokeAPIKey revokes the active key called name; ErrNotFound if none.
+// RevokeAPIKey revokes the active key called name; shortener.ErrNotFound if none.
 func (s *Store) RevokeAPIKey(ctx context.Context, name string, now time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	res, err := s.db.ExecContext(ctx, "UPDATE api_keys SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL", now.UTC(), name)
 	if err != nil {
-		return fmt.Errorf("revoke API key %q: %w: %w", name, ErrUnavailable, err)
+		return fmt.Errorf("revoke API key %q: %w: %w", name, shortener.ErrUnavailable, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("revoke API key %q: %w", name, ErrNotFound)
+		return fmt.Errorf("revoke API key %q: %w", name, shortener.ErrNotFound)
 	}
 	return nil
 }
@@ -56,7 +57,7 @@ func (s *Store) APIKeys(ctx context.Context) ([]APIKey, error) {
 	defer cancel()
 	rows, err := s.db.QueryContext(ctx, "SELECT id, name, created_at, revoked_at FROM api_keys ORDER BY id")
 	if err != nil {
-		return nil, fmt.Errorf("list API keys: %w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("list API keys: %w: %w", shortener.ErrUnavailable, err)
 	}
 	defer rows.Close()
 	var out []APIKey
@@ -64,13 +65,13 @@ func (s *Store) APIKeys(ctx context.Context) ([]APIKey, error) {
 		var k APIKey
 		var revoked sql.NullTime
 		if err := rows.Scan(&k.ID, &k.Name, &k.CreatedAt, &revoked); err != nil {
-			return nil, fmt.Errorf("list API keys: %w: %w", ErrUnavailable, err)
+			return nil, fmt.Errorf("list API keys: %w: %w", shortener.ErrUnavailable, err)
 		}
 		k.RevokedAt = revoked.Time
 		out = append(out, k)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list API keys: %w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("list API keys: %w: %w", shortener.ErrUnavailable, err)
 	}
 	return out, nil
 }
@@ -81,19 +82,19 @@ func (s *Store) ActiveKeyHashes(ctx context.Context) ([]string, error) {
 	defer cancel()
 	rows, err := s.db.QueryContext(ctx, "SELECT key_hash FROM api_keys WHERE revoked_at IS NULL")
 	if err != nil {
-		return nil, fmt.Errorf("active API keys: %w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("active API keys: %w: %w", shortener.ErrUnavailable, err)
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
 		var h string
 		if err := rows.Scan(&h); err != nil {
-			return nil, fmt.Errorf("active API keys: %w: %w", ErrUnavailable, err)
+			return nil, fmt.Errorf("active API keys: %w: %w", shortener.ErrUnavailable, err)
 		}
 		out = append(out, h)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("active API keys: %w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("active API keys: %w: %w", shortener.ErrUnavailable, err)
 	}
 	return out, nil
 }

@@ -5,28 +5,18 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"shortener"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 )
-
-// ErrKeyReused means an idempotency key was sent again with a different
-// request.
-var ErrKeyReused = errors.New("store: idempotency key reused with a different request")
-
-// Idempotency identifies a create that may be retried.
-type Idempotency struct {
-	Key         string
-	RequestHash string    // hex SHA-256 of the normalised request
-	ExpiresAt   time.Time // the key may be reused for another request after this
-}
 
 // CreateIdempotent inserts l under an idempotency key, in one transaction
 // with the key's record. If the key was already used for the same request,
 // it inserts nothing and returns the link made the first time, with
 // replayed set. Concurrent requests with one key serialise on the key's
 // row: the second waits for the first to commit, then replays it.
-func (s *Store) CreateIdempotent(ctx context.Context, l Link, idem Idempotency) (_ Link, replayed bool, err error) {
+func (s *Store) CreateIdempotent(ctx context.Context, l shortener.Link, idem shortener.Idempotency) (_ shortener.Link, replayed bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	for attempt := 0; ; attempt++ {
@@ -41,10 +31,10 @@ func (s *Store) CreateIdempotent(ctx context.Context, l Link, idem Idempotency) 
 	}
 }
 
-func (s *Store) createIdempotent(ctx context.Context, l Link, idem Idempotency) (Link, bool, error) {
+func (s *Store) createIdempotent(ctx context.Context, l shortener.Link, idem shortener.Idempotency) (shortener.Link, bool, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return Link{}, false, fmt.Errorf("create link %s: %w: %w", l.Code, ErrUnavailable, err)
+		return shortener.Link{}, false, fmt.Errorf("create link %s: %w: %w", l.Code, shortener.ErrUnavailable, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	now := l.CreatedAt.UTC()
@@ -59,7 +49,7 @@ func (s *Store) createIdempotent(ctx context.Context, l Link, idem Idempotency) 
 	case errors.As(err, &me) && me.Number == 1062: // the key is taken
 		var expires time.Time
 		if err := tx.QueryRowContext(ctx, "SELECT expires_at FROM idempotency_keys WHERE idem_key = ?", idem.Key).Scan(&expires); err != nil {
-			return Link{}, false, fmt.Errorf("create link %s: read key: %w: %w", l.Code, ErrUnavailable, err)
+			return shortener.Link{}, false, fmt.Errorf("create link %s: read key: %w: %w", l.Code, shortener.ErrUnavailable, err)
 		}
 		if expires.After(now) { // live: replay the first answer
 			tx.Rollback() //nolint:errcheck
@@ -70,31 +60,31 @@ func (s *Store) createIdempotent(ctx context.Context, l Link, idem Idempotency) 
 			"UPDATE idempotency_keys SET request_hash = ?, code = ?, created_at = ?, expires_at = ? WHERE idem_key = ? AND expires_at <= ?",
 			idem.RequestHash, l.Code, now, idem.ExpiresAt.UTC(), idem.Key, now)
 		if err != nil {
-			return Link{}, false, fmt.Errorf("create link %s: reclaim key: %w: %w", l.Code, ErrUnavailable, err)
+			return shortener.Link{}, false, fmt.Errorf("create link %s: reclaim key: %w: %w", l.Code, shortener.ErrUnavailable, err)
 		}
 		if n, _ := res.RowsAffected(); n != 1 { // another request reclaimed it first
 			tx.Rollback() //nolint:errcheck
 			return s.replay(ctx, idem)
 		}
 	case err != nil:
-		return Link{}, false, fmt.Errorf("create link %s: record key: %w: %w", l.Code, ErrUnavailable, err)
+		return shortener.Link{}, false, fmt.Errorf("create link %s: record key: %w: %w", l.Code, shortener.ErrUnavailable, err)
 	}
 	if _, err := tx.ExecContext(ctx,
 		"INSERT INTO links (id, code, url, redirect, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
 		l.ID, l.Code, l.URL, l.Redirect, now, nullTime(l.ExpiresAt)); err != nil {
 		if errors.As(err, &me) && me.Number == 1062 {
-			return Link{}, false, fmt.Errorf("create link %s: %w", l.Code, ErrCodeTaken)
+			return shortener.Link{}, false, fmt.Errorf("create link %s: %w", l.Code, shortener.ErrCodeTaken)
 		}
-		return Link{}, false, fmt.Errorf("create link %s: %w: %w", l.Code, ErrUnavailable, err)
+		return shortener.Link{}, false, fmt.Errorf("create link %s: %w: %w", l.Code, shortener.ErrUnavailable, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return Link{}, false, fmt.Errorf("create link %s: commit: %w: %w", l.Code, ErrUnavailable, err)
+		return shortener.Link{}, false, fmt.Errorf("create link %s: commit: %w: %w", l.Code, shortener.ErrUnavailable, err)
 	}
 	return l, false, nil
 }
 
 // replay returns the link an idempotency key made.
-func (s *Store) replay(ctx context.Context, idem Idempotency) (Link, bool, error) {
+func (s *Store) replay(ctx context.Context, idem shortener.Idempotency) (shortener.Link, bool, error) {
 	var hash, code string
 	err := s.db.QueryRowContext(ctx,
 		"SELECT request_hash, code FROM idempotency_keys WHERE idem_key = ?", idem.Key).Scan(&hash, &code)
@@ -102,16 +92,16 @@ func (s *Store) replay(ctx context.Context, idem Idempotency) (Link, bool, error
 	case errors.Is(err, sql.ErrNoRows):
 		// Expired and removed between our insert and this read: rare;
 		// the client's retry will create afresh.
-		return Link{}, false, fmt.Errorf("replay key: %w: key vanished", ErrUnavailable)
+		return shortener.Link{}, false, fmt.Errorf("replay key: %w: key vanished", shortener.ErrUnavailable)
 	case err != nil:
-		return Link{}, false, fmt.Errorf("replay key: %w: %w", ErrUnavailable, err)
+		return shortener.Link{}, false, fmt.Errorf("replay key: %w: %w", shortener.ErrUnavailable, err)
 	}
 	if hash != idem.RequestHash {
-		return Link{}, false, fmt.Errorf("replay key: %w", ErrKeyReused)
+		return shortener.Link{}, false, fmt.Errorf("replay key: %w", shortener.ErrKeyReused)
 	}
 	l, err := s.Link(ctx, code)
 	if err != nil {
-		return Link{}, false, fmt.Errorf("replay key: %w", err)
+		return shortener.Link{}, false, fmt.Errorf("replay key: %w", err)
 	}
 	return l, true, nil
 }

@@ -3,67 +3,62 @@ package store
 import (
 	"context"
 	"fmt"
+	"shortener"
 	"strings"
 	"time"
 )
 
 // Delete marks the link deleted and records a cache invalidation for it in
 // the same transaction, so the invalidation is as durable as the delete.
-// Deleting a missing or already deleted link returns ErrNotFound.
+// Deleting a missing or already deleted link returns shortener.ErrNotFound.
 func (s *Store) Delete(ctx context.Context, code string, now time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("delete link %s: %w: %w", code, ErrUnavailable, err)
+		return fmt.Errorf("delete link %s: %w: %w", code, shortener.ErrUnavailable, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	res, err := tx.ExecContext(ctx,
 		"UPDATE links SET deleted_at = ? WHERE code = ? AND deleted_at IS NULL", now.UTC(), code)
 	if err != nil {
-		return fmt.Errorf("delete link %s: %w: %w", code, ErrUnavailable, err)
+		return fmt.Errorf("delete link %s: %w: %w", code, shortener.ErrUnavailable, err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("delete link %s: %w: %w", code, ErrUnavailable, err)
+		return fmt.Errorf("delete link %s: %w: %w", code, shortener.ErrUnavailable, err)
 	} else if n == 0 {
-		return fmt.Errorf("delete link %s: %w", code, ErrNotFound)
+		return fmt.Errorf("delete link %s: %w", code, shortener.ErrNotFound)
 	}
 	if _, err := tx.ExecContext(ctx,
 		"INSERT INTO invalidations (code, created_at) VALUES (?, ?)", code, now.UTC()); err != nil {
-		return fmt.Errorf("delete link %s: record invalidation: %w: %w", code, ErrUnavailable, err)
+		return fmt.Errorf("delete link %s: record invalidation: %w: %w", code, shortener.ErrUnavailable, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("delete link %s: commit: %w: %w", code, ErrUnavailable, err)
+		return fmt.Errorf("delete link %s: commit: %w: %w", code, shortener.ErrUnavailable, err)
 	}
 	return nil
 }
 
-// Invalidation is a pending cache invalidation.
-type Invalidation struct {
-	Code      string
-	CreatedAt time.Time
-}
-
 // PendingInvalidations returns up to limit invalidations, oldest first.
-func (s *Store) PendingInvalidations(ctx context.Context, limit int) ([]Invalidation, error) {
+func (s *Store) PendingInvalidations(ctx context.Context, limit int) ([]shortener.Invalidation, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	rows, err := s.db.QueryContext(ctx,
 		"SELECT code, created_at FROM invalidations ORDER BY id LIMIT ?", limit)
 	if err != nil {
-		return nil, fmt.Errorf("pending invalidations: %w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("pending invalidations: %w: %w", shortener.ErrUnavailable, err)
 	}
 	defer rows.Close()
-	var out []Invalidation
+	var out []shortener.Invalidation
 	for rows.Next() {
-		var inv Invalidation
+		var inv shortener.Invalidation
 		if err := rows.Scan(&inv.Code, &inv.CreatedAt); err != nil {
-			return nil, fmt.Errorf("pending invalidations: %w: %w", ErrUnavailable, err)
+			return nil, fmt.Errorf("pending invalidations: %w: %w", shortener.ErrUnavailable, err)
 		}
 		out = append(out, inv)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("pending invalidations: %w: %w", ErrUnavailable, err)
+		return nil, fmt.Errorf("pending invalidations: %w: %w", shortener.ErrUnavailable, err)
 	}
 	return out, nil
 }
@@ -83,7 +78,7 @@ func (s *Store) DoneInvalidations(ctx context.Context, codes []string, before ti
 	}
 	q := "DELETE FROM invalidations WHERE created_at < ? AND code IN (?" + strings.Repeat(",?", len(codes)-1) + ")"
 	if _, err := s.db.ExecContext(ctx, q, args...); err != nil {
-		return fmt.Errorf("done invalidations: %w: %w", ErrUnavailable, err)
+		return fmt.Errorf("done invalidations: %w: %w", shortener.ErrUnavailable, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"shortener"
 	"time"
 )
 
@@ -33,7 +34,7 @@ func (s *Store) ClaimNode(ctx context.Context, nodeID int64, owner string, ttl t
 	defer cancel()
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("claim node %d: %w: %w", nodeID, ErrUnavailable, err)
+		return time.Time{}, fmt.Errorf("claim node %d: %w: %w", nodeID, shortener.ErrUnavailable, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
 	var (
@@ -60,10 +61,10 @@ func (s *Store) ClaimNode(ctx context.Context, nodeID int64, owner string, ttl t
 			owner, microseconds, nodeID)
 	}
 	if err != nil {
-		return time.Time{}, fmt.Errorf("claim node %d: %w: %w", nodeID, ErrUnavailable, err)
+		return time.Time{}, fmt.Errorf("claim node %d: %w: %w", nodeID, shortener.ErrUnavailable, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return time.Time{}, fmt.Errorf("claim node %d: commit: %w: %w", nodeID, ErrUnavailable, err)
+		return time.Time{}, fmt.Errorf("claim node %d: commit: %w: %w", nodeID, shortener.ErrUnavailable, err)
 	}
 	return time.UnixMilli(reservedMs), nil
 }
@@ -92,10 +93,10 @@ func (s *Store) updateLease(ctx context.Context, op string, nodeID int64, owner 
 	}
 	res, err := s.db.ExecContext(ctx, q, ttl.Microseconds(), reserved.UnixMilli(), nodeID, owner)
 	if err != nil {
-		return fmt.Errorf("%s node %d: %w: %w", op, nodeID, ErrUnavailable, err)
+		return fmt.Errorf("%s node %d: %w: %w", op, nodeID, shortener.ErrUnavailable, err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("%s node %d: %w: %w", op, nodeID, ErrUnavailable, err)
+		return fmt.Errorf("%s node %d: %w: %w", op, nodeID, shortener.ErrUnavailable, err)
 	} else if n == 0 {
 		return fmt.Errorf("%s node %d: %w", op, nodeID, ErrNodeLost)
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"shortener"
 )
 
 // AppliedMigrations counts the migrations recorded as applied.
@@ -11,7 +12,7 @@ func (s *Store) AppliedMigrations(ctx context.Context) (int, error) {
 	defer cancel()
 	var n int
 	if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations").Scan(&n); err != nil {
-		return 0, fmt.Errorf("count migrations: %w: %w", ErrUnavailable, err)
+		return 0, fmt.Errorf("count migrations: %w: %w", shortener.ErrUnavailable, err)
 	}
 	return n, nil
 }

@@ -3,7 +3,7 @@
 // The schema lives in versioned migrations embedded in the binary and is
 // applied at start-up (Migrate). Every query runs under its own deadline,
 // so a stalled database costs a request a bounded wait, never a hang, and
-// every failure to reach the database wraps ErrUnavailable so the HTTP
+// every failure to reach the database wraps shortener.ErrUnavailable so the HTTP
 // layer can answer 503 without guessing.
 package store
 
@@ -13,37 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"shortener"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
 )
-
-// Errors returned by Store. Check them with errors.Is.
-var (
-	// ErrNotFound means no link has the code.
-	ErrNotFound = errors.New("store: link not found")
-	// ErrCodeTaken means another link already has the code.
-	ErrCodeTaken = errors.New("store: code already taken")
-	// ErrUnavailable means the database could not answer in time.
-	ErrUnavailable = errors.New("store: database unavailable")
-)
-
-// Link is one short link.
-type Link struct {
-	ID        int64
-	Code      string
-	URL       string
-	Redirect  int       // HTTP status of the redirect: 301, 302, 307 or 308
-	CreatedAt time.Time // UTC, millisecond precision
-	ExpiresAt time.Time // zero: never expires
-	DeletedAt time.Time // zero: not deleted
-}
-
-// Gone reports whether the link no longer redirects at now: it expired or
-// was deleted.
-func (l Link) Gone(now time.Time) bool {
-	return !l.DeletedAt.IsZero() || (!l.ExpiresAt.IsZero() && !now.Before(l.ExpiresAt))
-}
 
 // Config tunes the connection pool and deadlines.
 type Config struct {
@@ -109,14 +83,14 @@ func (s *Store) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if err := s.db.PingContext(ctx); err != nil {
-		return fmt.Errorf("ping: %w: %w", ErrUnavailable, err)
+		return fmt.Errorf("ping: %w: %w", shortener.ErrUnavailable, err)
 	}
 	return nil
 }
 
-// Create inserts l. It returns ErrCodeTaken if the code is in use; the
+// Create inserts l. It returns shortener.ErrCodeTaken if the code is in use; the
 // insert is committed when Create returns nil.
-func (s *Store) Create(ctx context.Context, l Link) error {
+func (s *Store) Create(ctx context.Context, l shortener.Link) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	_, err := s.db.ExecContext(ctx,
@@ -125,20 +99,20 @@ func (s *Store) Create(ctx context.Context, l Link) error {
 	if err != nil {
 		var me *mysql.MySQLError
 		if errors.As(err, &me) && me.Number == 1062 { // ER_DUP_ENTRY
-			return fmt.Errorf("create link %s: %w", l.Code, ErrCodeTaken)
+			return fmt.Errorf("create link %s: %w", l.Code, shortener.ErrCodeTaken)
 		}
-		return fmt.Errorf("create link %s: %w: %w", l.Code, ErrUnavailable, err)
+		return fmt.Errorf("create link %s: %w: %w", l.Code, shortener.ErrUnavailable, err)
 	}
 	return nil
 }
 
-// Link returns the link with code, including expired and deleted links
+// shortener.Link returns the link with code, including expired and deleted links
 // (the caller decides what Gone means for it).
-func (s *Store) Link(ctx context.Context, code string) (Link, error) {
+func (s *Store) Link(ctx context.Context, code string) (shortener.Link, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	var (
-		l                  Link
+		l                  shortener.Link
 		expires, deletedAt sql.NullTime
 	)
 	err := s.db.QueryRowContext(ctx,
@@ -146,9 +120,9 @@ func (s *Store) Link(ctx context.Context, code string) (Link, error) {
 		Scan(&l.ID, &l.Code, &l.URL, &l.Redirect, &l.CreatedAt, &expires, &deletedAt)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return Link{}, fmt.Errorf("get link %s: %w", code, ErrNotFound)
+		return shortener.Link{}, fmt.Errorf("get link %s: %w", code, shortener.ErrNotFound)
 	case err != nil:
-		return Link{}, fmt.Errorf("get link %s: %w: %w", code, ErrUnavailable, err)
+		return shortener.Link{}, fmt.Errorf("get link %s: %w: %w", code, shortener.ErrUnavailable, err)
 	}
 	l.ExpiresAt = expires.Time
 	l.DeletedAt = deletedAt.Time

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"shortener"
 	"strconv"
 	"sync"
 	"testing"
@@ -60,7 +61,7 @@ func TestMigrateConcurrently(t *testing.T) {
 	}
 
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	link := store.Link{ID: 42, Code: "Abc", URL: "https://example.com/é?q=1", Redirect: 307, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
+	link := shortener.Link{ID: 42, Code: "Abc", URL: "https://example.com/é?q=1", Redirect: 307, CreatedAt: now, ExpiresAt: now.Add(time.Hour)}
 	if err := st.Create(ctx, link); err != nil {
 		t.Fatal(err)
 	}
@@ -72,17 +73,17 @@ func TestMigrateConcurrently(t *testing.T) {
 		t.Errorf("Link(Abc) = %+v, want %+v", got, link)
 	}
 	// Codes are case-sensitive: "abc" is another code.
-	if _, err := st.Link(ctx, "abc"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("Link(abc) error = %v, want ErrNotFound", err)
+	if _, err := st.Link(ctx, "abc"); !errors.Is(err, shortener.ErrNotFound) {
+		t.Errorf("Link(abc) error = %v, want shortener.ErrNotFound", err)
 	}
 	dup := link
 	dup.ID = 43
-	if err := st.Create(ctx, dup); !errors.Is(err, store.ErrCodeTaken) {
-		t.Errorf("Create with a taken code: error = %v, want ErrCodeTaken", err)
+	if err := st.Create(ctx, dup); !errors.Is(err, shortener.ErrCodeTaken) {
+		t.Errorf("Create with a taken code: error = %v, want shortener.ErrCodeTaken", err)
 	}
 }
 
-// TestUnavailable shows that a dead database is a prompt ErrUnavailable.
+// TestUnavailable shows that a dead database is a prompt shortener.ErrUnavailable.
 func TestUnavailable(t *testing.T) {
 	s := stacktest.Start(t)
 	st := openStore(t, s.MySQLDSN())
@@ -93,11 +94,11 @@ func TestUnavailable(t *testing.T) {
 	if err := s.MySQL().Kill(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Link(ctx, "x"); !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("Link with MySQL down: error = %v, want ErrUnavailable", err)
+	if _, err := st.Link(ctx, "x"); !errors.Is(err, shortener.ErrUnavailable) {
+		t.Errorf("Link with MySQL down: error = %v, want shortener.ErrUnavailable", err)
 	}
-	if err := st.Create(ctx, store.Link{ID: 1, Code: "x", URL: "https://e.com", Redirect: 302, CreatedAt: time.Now()}); !errors.Is(err, store.ErrUnavailable) {
-		t.Errorf("Create with MySQL down: error = %v, want ErrUnavailable", err)
+	if err := st.Create(ctx, shortener.Link{ID: 1, Code: "x", URL: "https://e.com", Redirect: 302, CreatedAt: time.Now()}); !errors.Is(err, shortener.ErrUnavailable) {
+		t.Errorf("Create with MySQL down: error = %v, want shortener.ErrUnavailable", err)
 	}
 	if err := s.MySQL().Restart(ctx); err != nil {
 		t.Fatal(err)
@@ -122,7 +123,7 @@ func TestCreateIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	idem := store.Idempotency{Key: "retry-me", RequestHash: "h1", ExpiresAt: now.Add(time.Hour)}
+	idem := shortener.Idempotency{Key: "retry-me", RequestHash: "h1", ExpiresAt: now.Add(time.Hour)}
 	var wg sync.WaitGroup
 	codes := make([]string, 10)
 	replays := make([]bool, 10)
@@ -131,8 +132,8 @@ func TestCreateIdempotent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l := store.Link{ID: int64(100 + i), Code: "i" + strconv.Itoa(i), URL: "https://example.com/x", Redirect: 302, CreatedAt: now}
-			var got store.Link
+			l := shortener.Link{ID: int64(100 + i), Code: "i" + strconv.Itoa(i), URL: "https://example.com/x", Redirect: 302, CreatedAt: now}
+			var got shortener.Link
 			got, replays[i], errs[i] = st.CreateIdempotent(ctx, l, idem)
 			codes[i] = got.Code
 		}()
@@ -153,16 +154,16 @@ func TestCreateIdempotent(t *testing.T) {
 	if created != 1 {
 		t.Errorf("%d requests created a link, want 1", created)
 	}
-	if _, _, err := st.CreateIdempotent(ctx, store.Link{ID: 200, Code: "other", URL: "https://example.com/y", Redirect: 302, CreatedAt: now},
-		store.Idempotency{Key: "retry-me", RequestHash: "h2", ExpiresAt: now.Add(time.Hour)}); !errors.Is(err, store.ErrKeyReused) {
-		t.Errorf("same key, other request: error %v, want ErrKeyReused", err)
+	if _, _, err := st.CreateIdempotent(ctx, shortener.Link{ID: 200, Code: "other", URL: "https://example.com/y", Redirect: 302, CreatedAt: now},
+		shortener.Idempotency{Key: "retry-me", RequestHash: "h2", ExpiresAt: now.Add(time.Hour)}); !errors.Is(err, shortener.ErrKeyReused) {
+		t.Errorf("same key, other request: error %v, want shortener.ErrKeyReused", err)
 	}
-	if _, err := st.Link(ctx, "other"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.Link(ctx, "other"); !errors.Is(err, shortener.ErrNotFound) {
 		t.Errorf("the refused request left a link behind: %v", err)
 	}
 	later := now.Add(2 * time.Hour)
-	l, replayed, err := st.CreateIdempotent(ctx, store.Link{ID: 300, Code: "fresh", URL: "https://example.com/z", Redirect: 302, CreatedAt: later},
-		store.Idempotency{Key: "retry-me", RequestHash: "h3", ExpiresAt: later.Add(time.Hour)})
+	l, replayed, err := st.CreateIdempotent(ctx, shortener.Link{ID: 300, Code: "fresh", URL: "https://example.com/z", Redirect: 302, CreatedAt: later},
+		shortener.Idempotency{Key: "retry-me", RequestHash: "h3", ExpiresAt: later.Add(time.Hour)})
 	if err != nil || replayed || l.Code != "fresh" {
 		t.Errorf("expired key: got %s replayed=%v %v, want a fresh link", l.Code, replayed, err)
 	}

@@ -1,0 +1,89 @@
+// Package shortener holds the domain types every layer shares: a Link,
+// the errors that describe what happened to one, and the clicks a redirect
+// produces. It imports nothing of ours, so handler, cache, store and the
+// click and trending packages can all speak of a link without importing
+// each other.
+package shortener
+
+import (
+	"errors"
+	"time"
+)
+
+// Errors about links, produced by the store and passed up unchanged by the
+// cache, so the HTTP layer maps them in one place. Check them with
+// errors.Is.
+var (
+	// ErrNotFound means no link has the code.
+	ErrNotFound = errors.New("shortener: link not found")
+	// ErrGone means the link expired or was deleted.
+	ErrGone = errors.New("shortener: link gone")
+	// ErrUnavailable means the source of truth could not answer in time.
+	ErrUnavailable = errors.New("shortener: database unavailable")
+	// ErrCodeTaken means another link already has the code.
+	ErrCodeTaken = errors.New("shortener: code already taken")
+	// ErrKeyReused means an idempotency key was sent again with a
+	// different request.
+	ErrKeyReused = errors.New("shortener: idempotency key reused with a different request")
+)
+
+// Link is one short link.
+type Link struct {
+	ID        int64
+	Code      string
+	URL       string
+	Redirect  int       // HTTP status of the redirect: 301, 302, 307 or 308
+	CreatedAt time.Time // UTC, millisecond precision
+	ExpiresAt time.Time // zero: never expires
+	DeletedAt time.Time // zero: not deleted
+}
+
+// Gone reports whether the link no longer redirects at now: it expired or
+// was deleted.
+func (l Link) Gone(now time.Time) bool {
+	return !l.DeletedAt.IsZero() || (!l.ExpiresAt.IsZero() && !now.Before(l.ExpiresAt))
+}
+
+// Idempotency identifies a create that may be retried.
+type Idempotency struct {
+	Key         string
+	RequestHash string    // hex SHA-256 of the normalised request
+	ExpiresAt   time.Time // the key may be reused for another request after this
+}
+
+// Invalidation is a pending cache invalidation: a link deleted or changed
+// in the source of truth that caches must forget.
+type Invalidation struct {
+	Code      string
+	CreatedAt time.Time
+}
+
+// Agent classifies the client that followed a link.
+type Agent uint8
+
+// Agent classes. A click whose User-Agent names a crawler, a monitor, a
+// link-preview fetcher or a command-line tool is a bot; the rest are
+// browsers.
+const (
+	AgentBrowser Agent = iota
+	AgentBot
+)
+
+// String returns "browser" or "bot".
+func (a Agent) String() string {
+	if a == AgentBot {
+		return "bot"
+	}
+	return "browser"
+}
+
+// Click is one redirect served: a GET answered 3xx. It records the link,
+// the moment, the referrer's host only (never the full referrer: privacy)
+// and the agent class.
+type Click struct {
+	LinkID   int64
+	Code     string
+	At       time.Time // UTC
+	Referrer string    // host of the Referer header, lower case; "" when none
+	Agent    Agent
+}
