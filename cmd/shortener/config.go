@@ -20,6 +20,7 @@ type Config struct {
 	Addr            string
 	Instance        string
 	NodeID          int64
+	AutoNodeID      bool // NodeID is claimed at start-up from MySQL's free leases
 	BaseURL         string
 	ShutdownTimeout time.Duration
 	DrainTimeout    time.Duration
@@ -120,8 +121,8 @@ func (e *envFlags) dur(p *time.Duration, name, env string, def time.Duration, us
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (Config, error) {
 	var (
 		c                          Config
-		nodeID, failures, window   int
-		sentinels, level           string
+		failures, window           int
+		nodeID, sentinels, level   string
 		selfHosts, denyHosts       string
 		maxOpen, maxIdle, poolSize int
 	)
@@ -130,7 +131,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e := &envFlags{fs: fs, getenv: getenv}
 	e.str(&c.Addr, "addr", "SHORTENER_ADDR", "127.0.0.1:8081", "listen address")
 	e.str(&c.Instance, "instance", "SHORTENER_INSTANCE", "", "instance name sent in X-Served-By (default app<node-id>)")
-	e.int(&nodeID, "node-id", "SHORTENER_NODE_ID", -1, "Snowflake node ID 0-1023, distinct per instance (required)")
+	e.str(&nodeID, "node-id", "SHORTENER_NODE_ID", "", "Snowflake node ID 0-1023, distinct per instance, or \"auto\" to claim a free one from MySQL (required)")
 	e.str(&c.BaseURL, "base-url", "SHORTENER_BASE_URL", "http://127.0.0.1:8080", "public prefix of short URLs")
 	e.dur(&c.ShutdownTimeout, "shutdown-timeout", "SHORTENER_SHUTDOWN_TIMEOUT", 10*time.Second, "how long to drain requests on SIGTERM")
 	e.dur(&c.DrainTimeout, "drain-timeout", "SHORTENER_DRAIN_TIMEOUT", 5*time.Second, "on SIGTERM, how long open connections may finish; keep it above the proxy's upstream keepalive timeout")
@@ -174,11 +175,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	if fs.NArg() > 0 {
 		errs = append(errs, fmt.Errorf("unexpected arguments: %q", fs.Args()))
 	}
-	switch {
-	case nodeID == -1:
-		errs = append(errs, errors.New("node ID is required: set $SHORTENER_NODE_ID or -node-id (0-1023, distinct per instance)"))
-	case nodeID < 0 || nodeID > 1023:
-		errs = append(errs, fmt.Errorf("node ID %d is out of range 0-1023", nodeID))
+	if id, auto, err := parseNodeID(nodeID); err != nil {
+		errs = append(errs, err)
+	} else {
+		c.NodeID, c.AutoNodeID = id, auto
 	}
 	if c.MySQLDSN == "" {
 		errs = append(errs, errors.New("MySQL DSN is required: set $SHORTENER_MYSQL_DSN or -mysql-dsn"))
@@ -213,12 +213,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, err
 	}
-	c.NodeID = int64(nodeID)
 	c.MySQLMaxOpen, c.MySQLMaxIdle, c.RedisPoolSize = maxOpen, maxIdle, poolSize
 	c.BreakerFailures, c.BreakerWindow = uint(failures), uint(window)
-	if c.Instance == "" {
-		c.Instance = "app" + strconv.Itoa(nodeID)
-	}
+	if c.Instance == "" && !c.AutoNodeID {
+		c.Instance = "app" + strconv.FormatInt(c.NodeID, 10)
+	} // an auto node ID's instance is named after the host: see run
+
 	return c, nil
 }
 
@@ -230,7 +230,7 @@ func (c Config) LogValue() slog.Value {
 	}
 	return slog.GroupValue(
 		slog.String("addr", c.Addr), slog.String("instance", c.Instance),
-		slog.Int64("node_id", c.NodeID), slog.String("base_url", c.BaseURL),
+		slog.Int64("node_id", c.NodeID), slog.Bool("auto_node_id", c.AutoNodeID), slog.String("base_url", c.BaseURL),
 		slog.String("mysql_dsn", store.RedactDSN(c.MySQLDSN)),
 		slog.Int("mysql_max_open", c.MySQLMaxOpen), slog.String("mysql_timeout", c.MySQLTimeout.String()),
 		slog.String("redis_master", c.RedisMaster), slog.Any("redis_sentinels", c.RedisSentinels),
@@ -239,6 +239,24 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("redis_pool", c.RedisPoolSize), slog.String("breaker_delay", c.BreakerDelay.String()),
 		slog.Uint64("breaker_failures", uint64(c.BreakerFailures)), slog.Uint64("breaker_window", uint64(c.BreakerWindow)),
 	)
+}
+
+// parseNodeID reads $SHORTENER_NODE_ID: a node ID 0-1023, or "auto".
+func parseNodeID(v string) (id int64, auto bool, err error) {
+	switch v = strings.TrimSpace(v); v {
+	case "":
+		return 0, false, errors.New("node ID is required: set $SHORTENER_NODE_ID or -node-id (0-1023, distinct per instance, or auto)")
+	case "auto":
+		return 0, true, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err != nil:
+		return 0, false, fmt.Errorf("node ID %q: want 0-1023 or auto", v)
+	case n < 0 || n > 1023:
+		return 0, false, fmt.Errorf("node ID %d is out of range 0-1023", n)
+	}
+	return n, false, nil
 }
 
 // splitList splits a comma-separated list, dropping blanks.

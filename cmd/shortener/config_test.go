@@ -45,7 +45,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"missing node ID", map[string]string{"SHORTENER_MYSQL_DSN": "d"}, nil, "node ID is required"},
 		{"node ID too big", map[string]string{"SHORTENER_MYSQL_DSN": "d", "SHORTENER_NODE_ID": "1024"}, nil, "out of range"},
 		{"negative node ID", map[string]string{"SHORTENER_MYSQL_DSN": "d"}, []string{"-node-id=-5"}, "out of range"},
-		{"node ID not a number", map[string]string{"SHORTENER_MYSQL_DSN": "d", "SHORTENER_NODE_ID": "one"}, nil, "not an integer"},
+		{"node ID not a number", map[string]string{"SHORTENER_MYSQL_DSN": "d", "SHORTENER_NODE_ID": "one"}, nil, "want 0-1023 or auto"},
 		{"missing DSN", map[string]string{"SHORTENER_NODE_ID": "1"}, nil, "MySQL DSN is required"},
 		{"bad duration", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_REDIS_TIMEOUT": "fast"}, nil, "not a duration"},
 		{"bad log level", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_LOG_LEVEL": "loud"}, nil, "log level"},
@@ -56,6 +56,18 @@ func TestParseConfigErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: got error %v, want one containing %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+// TestConfigAutoNodeID reads SHORTENER_NODE_ID=auto: no node ID yet, and
+// no instance name (run names it after the host).
+func TestConfigAutoNodeID(t *testing.T) {
+	c, err := parseConfig(nil, envOf(map[string]string{"SHORTENER_NODE_ID": "auto", "SHORTENER_MYSQL_DSN": "d"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.AutoNodeID || c.Instance != "" {
+		t.Errorf("auto: got AutoNodeID %v instance %q, want true and empty", c.AutoNodeID, c.Instance)
 	}
 }
 

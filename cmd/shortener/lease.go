@@ -25,31 +25,50 @@ const maxClockWait = 15 * time.Second
 // one issued can be issued again, whatever the clock says.
 type nodeLease struct {
 	st     *store.Store
-	nodeID int64
+	nodeID int64 // set by claim when auto
+	auto   bool  // claim any free node ID rather than nodeID
 	owner  string
 	ttl    time.Duration
 	now    func() time.Time // injectable, for tests of a clock that is behind
 	log    *slog.Logger
 }
 
-func newNodeLease(st *store.Store, nodeID int64, instance string, ttl time.Duration, now func() time.Time, log *slog.Logger) *nodeLease {
+func newNodeLease(st *store.Store, nodeID int64, auto bool, instance string, ttl time.Duration, now func() time.Time, log *slog.Logger) *nodeLease {
 	host, _ := os.Hostname()
 	var b [4]byte
 	rand.Read(b[:]) //nolint:errcheck // never fails
 	return &nodeLease{
-		st: st, nodeID: nodeID, ttl: ttl, now: now, log: log,
+		st: st, nodeID: nodeID, auto: auto, ttl: ttl, now: now, log: log,
 		owner: fmt.Sprintf("%s@%s pid %d %s", instance, host, os.Getpid(), hex.EncodeToString(b[:])),
 	}
 }
 
-// claim takes the node ID. A lease left by a crashed instance expires
+// claim takes the node ID, or with auto any free one (see
+// store.ClaimFreeNode), then waits like a fixed ID until the clock has
+// passed the node's reserved time. A lease left by a crashed instance expires
 // within one TTL, so claim waits that long; a lease still being renewed
 // after it belongs to a live instance, and claim refuses. Then claim waits
 // until the clock has passed the node's reserved time.
 func (l *nodeLease) claim(ctx context.Context) error {
 	deadline := time.Now().Add(l.ttl + l.ttl/2)
 	var reserved time.Time
-	for {
+	for l.auto {
+		id, r, err := l.st.ClaimFreeNode(ctx, 0, idgen.MaxNode, l.owner, l.ttl)
+		if err == nil {
+			l.nodeID, reserved = id, r
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("claim a free node ID: %w", err)
+		}
+		l.log.Warn("no free node ID yet; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	for !l.auto {
 		r, err := l.st.ClaimNode(ctx, l.nodeID, l.owner, l.ttl)
 		if err == nil {
 			reserved = r
@@ -71,7 +90,7 @@ func (l *nodeLease) claim(ctx context.Context) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	l.log.Info("node ID claimed", "node_id", l.nodeID, "owner", l.owner, "reserved", reserved)
+	l.log.Info("node ID claimed", "node_id", l.nodeID, "auto", l.auto, "owner", l.owner, "reserved", reserved)
 
 	behind := reserved.Sub(l.now())
 	if behind < 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -75,4 +76,50 @@ func TestRestartWithClockBehind(t *testing.T) {
 	if _, err := launchApp(t, s, 6, farBehind); err == nil || !strings.Contains(err.Error(), "behind the last ID issued") {
 		t.Errorf("restart with the clock an hour behind: got %v, want a refusal", err)
 	}
+}
+
+// TestAutoNodeIDs starts three instances with SHORTENER_NODE_ID=auto at
+// once, beside one with the fixed node ID 0: each claims a node ID of its
+// own, and their codes carry it.
+func TestAutoNodeIDs(t *testing.T) {
+	s := stacktest.Start(t)
+	fixed := startApp(t, s, 0)
+	apps := make([]*app, 3)
+	errs := make([]error, len(apps))
+	var wg sync.WaitGroup
+	for i := range apps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			apps[i], errs[i] = launchApp(t, s, -1, time.Now, "SHORTENER_NODE_ID", "auto")
+		}()
+	}
+	wg.Wait()
+	codec, _ := idgen.NewCodec(idgen.DefaultKey)
+	nodes := map[int64]int{}
+	for i, a := range append(apps, fixed) {
+		if i < len(errs) && errs[i] != nil {
+			t.Fatalf("auto instance %d: %v", i, errs[i])
+		}
+		var node int64 = -1
+		for code := range createLinks(t, a, 5) {
+			id, err := codec.ID(code)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := idgen.Node(id); node >= 0 && n != node {
+				t.Fatalf("instance %d issued codes of node IDs %d and %d", i, node, n)
+			} else {
+				node = n
+			}
+		}
+		if j, dup := nodes[node]; dup {
+			t.Errorf("instances %d and %d both issue codes with node ID %d", j, i, node)
+		}
+		nodes[node] = i
+	}
+	if _, ok := nodes[0]; !ok {
+		t.Errorf("the fixed instance's node ID 0 is not among %v", nodes)
+	}
+	t.Logf("node IDs by instance (the last is fixed): %v", nodes)
 }

@@ -56,6 +56,11 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return err
 	}
+	if cfg.Instance == "" { // an auto node ID: a pod's name tells instances apart
+		if cfg.Instance, err = os.Hostname(); err != nil {
+			return fmt.Errorf("instance name: %w", err)
+		}
+	}
 	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: cfg.LogLevel})).
 		With("instance", cfg.Instance)
 	if stdout == os.Stdout { // go-redis logs per process, not per run
@@ -88,10 +93,11 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	if err := waitMigrate(ctx, st, cfg.MigrateTimeout, log); err != nil {
 		return err
 	}
-	lease := newNodeLease(st, cfg.NodeID, cfg.Instance, cfg.NodeLeaseTTL, now, log)
+	lease := newNodeLease(st, cfg.NodeID, cfg.AutoNodeID, cfg.Instance, cfg.NodeLeaseTTL, now, log)
 	if err := lease.claim(ctx); err != nil {
 		return err
 	}
+	cfg.NodeID = lease.nodeID // the one claimed, with SHORTENER_NODE_ID=auto
 	ids, err := idgen.New(cfg.NodeID, codec)
 	if err != nil {
 		return err
