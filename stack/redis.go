@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 func redisKind() kind {
@@ -65,18 +66,14 @@ func configureRedis(ctx context.Context, p *Proc, fresh bool) error {
 			return fmt.Errorf("remove stale %s: %w", f, err)
 		}
 	}
+	node := RedisNode{Bind: "127.0.0.1", Port: p.Port, Dir: p.dir()}
+	if masterPort != p.Port {
+		node.ReplicaOf = fmt.Sprintf("127.0.0.1 %d", masterPort)
+	}
 	var b strings.Builder
 	b.WriteString("# Written by package stack on every start. Sentinels may rewrite it\n" +
 		"# (replicaof) while the node runs; the next start replaces it again.\n")
-	fmt.Fprintf(&b, "bind 127.0.0.1\nport %d\nprotected-mode no\ndaemonize no\n", p.Port)
-	fmt.Fprintf(&b, "dir %s\nlogfile \"\"\n", strconv.Quote(p.dir()))
-	// A cache: no persistence, and a replica that (re)joins syncs from
-	// memory at once instead of after the default five-second delay.
-	b.WriteString("save \"\"\nappendonly no\n")
-	b.WriteString("repl-diskless-sync yes\nrepl-diskless-sync-delay 0\nreplica-read-only yes\n")
-	if masterPort != p.Port {
-		fmt.Fprintf(&b, "replicaof 127.0.0.1 %d\n", masterPort)
-	}
+	b.WriteString(RedisConf(node))
 	return writeFileAtomic(redisConf(p), []byte(b.String()))
 }
 
@@ -115,15 +112,14 @@ func configureSentinel(_ context.Context, p *Proc, fresh bool) error {
 		}
 	}
 	st := p.s.st
-	name := st.MasterName
 	var b strings.Builder
 	b.WriteString("# Written by package stack at start; the sentinel rewrites it.\n")
-	fmt.Fprintf(&b, "bind 127.0.0.1\nport %d\nprotected-mode no\ndaemonize no\n", p.Port)
-	fmt.Fprintf(&b, "dir %s\nlogfile \"\"\n", strconv.Quote(p.dir()))
-	fmt.Fprintf(&b, "sentinel monitor %s 127.0.0.1 %d %d\n", name, p.s.redis[0].Port, st.Quorum)
-	fmt.Fprintf(&b, "sentinel down-after-milliseconds %s %d\n", name, st.DownAfterMS)
-	fmt.Fprintf(&b, "sentinel failover-timeout %s %d\n", name, st.FailoverTimeoutMS)
-	fmt.Fprintf(&b, "sentinel parallel-syncs %s 1\n", name)
+	b.WriteString(SentinelConf(SentinelNode{
+		Bind: "127.0.0.1", Port: p.Port, Dir: p.dir(),
+		MasterName: st.MasterName, MasterHost: "127.0.0.1", MasterPort: p.s.redis[0].Port,
+		Quorum: st.Quorum, DownAfter: time.Duration(st.DownAfterMS) * time.Millisecond,
+		FailoverTimeout: time.Duration(st.FailoverTimeoutMS) * time.Millisecond,
+	}))
 	return writeFileAtomic(path, []byte(b.String()))
 }
 

@@ -192,16 +192,16 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	cfg.Dir = dir
 	if cfg.MasterName == "" {
-		cfg.MasterName = "shortener"
+		cfg.MasterName = DefaultMasterName
 	}
 	if cfg.Quorum == 0 {
-		cfg.Quorum = 2
+		cfg.Quorum = DefaultQuorum
 	}
 	if cfg.DownAfter == 0 {
-		cfg.DownAfter = time.Second
+		cfg.DownAfter = DefaultDownAfter
 	}
 	if cfg.FailoverTimeout == 0 {
-		cfg.FailoverTimeout = 3 * time.Second
+		cfg.FailoverTimeout = DefaultFailoverTimeout
 	}
 	if cfg.Database == "" {
 		cfg.Database = "shortener"
