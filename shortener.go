@@ -22,6 +22,10 @@ var (
 	ErrUnavailable = errors.New("shortener: database unavailable")
 	// ErrCodeTaken means another link already has the code.
 	ErrCodeTaken = errors.New("shortener: code already taken")
+	// ErrIDTaken means another link already has the ID (not the code): a
+	// node ID shared by two instances, or a clock stepped back. The
+	// creator draws a new ID; it is never "alias taken".
+	ErrIDTaken = errors.New("shortener: link ID already taken")
 	// ErrKeyReused means an idempotency key was sent again with a
 	// different request.
 	ErrKeyReused = errors.New("shortener: idempotency key reused with a different request")
@@ -36,6 +40,10 @@ type Link struct {
 	CreatedAt time.Time // UTC, millisecond precision
 	ExpiresAt time.Time // zero: never expires
 	DeletedAt time.Time // zero: not deleted
+	// Owner is the hash (hex SHA-256) of the API key that created the
+	// link, "" for an anonymous create. Only the owner, or an admin key,
+	// may delete the link, read its stats or see it in a listing.
+	Owner string
 }
 
 // Gone reports whether the link no longer redirects at now: it expired or
@@ -49,6 +57,29 @@ type Idempotency struct {
 	Key         string
 	RequestHash string    // hex SHA-256 of the normalised request
 	ExpiresAt   time.Time // the key may be reused for another request after this
+}
+
+// Caller is who made an API request: the owner identity of the API key
+// it carried (its hash), or nobody for an anonymous request.
+type Caller struct {
+	Owner string // hash of the API key; "" when anonymous
+	Admin bool   // an admin key may manage every link
+}
+
+// Keyed reports whether the caller sent a valid API key.
+func (c Caller) Keyed() bool { return c.Owner != "" }
+
+// Manages reports whether the caller may manage l: delete it, read its
+// stats, list it. Anonymous links are managed by admin keys only.
+func (c Caller) Manages(l Link) bool {
+	return c.Admin || (c.Owner != "" && c.Owner == l.Owner)
+}
+
+// APIKeyHash is a stored API key as the authoriser sees it: its hash and
+// whether it is an admin key.
+type APIKeyHash struct {
+	Hash  string
+	Admin bool
 }
 
 // Invalidation is a pending cache invalidation: a link deleted or changed

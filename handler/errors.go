@@ -26,6 +26,7 @@ const (
 	CodeInvalidRequest   = "invalid_request"
 	CodeTooLarge         = "request_too_large"
 	CodeUnauthorized     = "unauthorized"
+	CodeForbidden        = "forbidden"
 	CodeKeyReused        = "idempotency_key_reused"
 	CodeNotFound         = "not_found"
 	CodeGone             = "gone"
@@ -54,6 +55,7 @@ var mapping = []struct {
 }{
 	{shortener.ErrNotFound, Error{http.StatusNotFound, CodeNotFound, "no link has this code"}},
 	{errGone, Error{http.StatusGone, CodeGone, "this link has expired or was deleted"}},
+	{shortener.ErrGone, Error{http.StatusGone, CodeGone, "this link has expired or was deleted"}},
 	{shortener.ErrKeyReused, Error{http.StatusUnprocessableEntity, CodeKeyReused, "this Idempotency-Key was used for a different request"}},
 	{shortener.ErrUnavailable, Error{http.StatusServiceUnavailable, CodeUnavailable, "the service cannot reach its database; retry shortly"}},
 }

@@ -89,7 +89,8 @@ type Deps struct {
 	Warmer      Warmer
 	Invalidator Invalidator
 	IDs         IDs
-	Keys        Authorizer   // management calls; nil refuses them all
+	Keys        Authorizer   // who sends an X-Api-Key; nil refuses every key
+	Lister      Lister       // GET /api/v1/links; nil: not available
 	Ready       Pinger       // readiness: can the instance serve?
 	Metrics     http.Handler // GET /metrics; nil: not served
 	Log         *slog.Logger
@@ -134,17 +135,20 @@ func New(cfg Config, d Deps) *Handler {
 	if d.Metrics != nil {
 		e.GET("/metrics", echo.WrapHandler(d.Metrics))
 	}
+	// identify runs per route, not on the group: a group middleware would
+	// make Echo answer unknown /api/v1 paths itself.
 	api := e.Group("/api/v1")
-	createMW := []echo.MiddlewareFunc{}
-	if cfg.CreateRate > 0 {
-		createMW = append(createMW, h.createLimit())
-	}
+	createMW := []echo.MiddlewareFunc{h.identify}
 	if !cfg.AnonymousCreate {
 		createMW = append(createMW, h.requireKey)
 	}
+	if cfg.CreateRate > 0 {
+		createMW = append(createMW, h.createLimit())
+	}
 	api.POST("/links", h.create, createMW...)
-	api.GET("/links/:code", h.show)
-	api.DELETE("/links/:code", h.remove, h.requireKey)
+	api.GET("/links", h.list, h.identify, h.requireKey)
+	api.GET("/links/:code", h.show, h.identify, h.requireKey)
+	api.DELETE("/links/:code", h.remove, h.identify, h.requireKey)
 	e.GET("/:code", h.redirect)
 	e.HEAD("/:code", h.redirect)
 	h.e = e

@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,8 +10,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"shortener"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +46,11 @@ func (f *fakeLinks) Create(_ context.Context, l shortener.Link) error {
 	}
 	if _, ok := f.links[l.Code]; ok {
 		return shortener.ErrCodeTaken
+	}
+	for _, o := range f.links {
+		if l.ID != 0 && o.ID == l.ID {
+			return shortener.ErrIDTaken
+		}
 	}
 	f.links[l.Code] = l
 	f.creates++
@@ -108,6 +116,19 @@ func (f *fakeLinks) Resolve(ctx context.Context, code string) (shortener.Link, e
 
 func (f *fakeLinks) Ping(context.Context) error { return f.err }
 
+func (f *fakeLinks) OwnedLinks(_ context.Context, owner string, before int64, limit int) ([]shortener.Link, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []shortener.Link
+	for _, l := range f.links {
+		if l.Owner == owner && l.DeletedAt.IsZero() && (before == 0 || l.ID < before) {
+			out = append(out, l)
+		}
+	}
+	slices.SortFunc(out, func(a, b shortener.Link) int { return cmp.Compare(b.ID, a.ID) })
+	return out[:min(limit, len(out))], nil
+}
+
 type seqIDs struct{ n int64 }
 
 func (s *seqIDs) Next() (int64, string) { s.n++; return s.n, fmt.Sprintf("c%d", s.n) }
@@ -121,8 +142,9 @@ func newTestHandler(f *fakeLinks) *Handler {
 func newTestHandlerInv(f *fakeLinks, inv Invalidator) *Handler {
 	return New(Config{BaseURL: "http://sho.rt", Instance: "app9", AnonymousCreate: true, Policy: NewURLPolicy("http://sho.rt", nil, nil)}, Deps{
 		Resolver: f, Links: f, IDs: &seqIDs{}, Ready: f, Invalidator: inv,
-		Keys: NewKeyring(nil, []string{"k3y"}, time.Second, time.Now),
-		Log:  discardLogger(), Now: func() time.Time { return now },
+		Keys:   NewKeyring(nil, []string{"k3y", "other-k3y"}, []string{"adm1n"}, time.Second, time.Now, nil),
+		Lister: f,
+		Log:    discardLogger(), Now: func() time.Time { return now },
 	})
 }
 
@@ -175,7 +197,7 @@ func TestCreateAndRedirect(t *testing.T) {
 			t.Errorf("%s /c1: got %d Location %q, want 302 https://example.com/x", method, rec.Code, rec.Header().Get("Location"))
 		}
 	}
-	rec = do(h, "GET", "/api/v1/links/c1", "")
+	rec = do(h, "GET", "/api/v1/links/c1", "", "X-Api-Key", "adm1n")
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"url":"https://example.com/x"`) {
 		t.Errorf("show: got %d %s", rec.Code, rec.Body)
 	}
@@ -307,7 +329,7 @@ func TestMethodAndRoute(t *testing.T) {
 
 func TestDelete(t *testing.T) {
 	f := newFakeLinks()
-	f.links["abc"] = shortener.Link{Code: "abc", URL: "https://a.example/", Redirect: 302}
+	f.links["abc"] = shortener.Link{Code: "abc", URL: "https://a.example/", Redirect: 302, Owner: HashKey("k3y")}
 	inv := &fakeInvalidator{}
 	h := newTestHandlerInv(f, inv)
 	for _, tt := range []struct {
@@ -337,8 +359,8 @@ func TestDelete(t *testing.T) {
 	if rec := do(h, "GET", "/abc", ""); rec.Code != 410 {
 		t.Errorf("GET deleted link: got %d, want 410", rec.Code)
 	}
-	if rec := do(h, "DELETE", "/api/v1/links/abc", "", "X-Api-Key", "k3y"); rec.Code != 404 {
-		t.Errorf("second DELETE: got %d, want 404", rec.Code)
+	if rec := do(h, "DELETE", "/api/v1/links/abc", "", "X-Api-Key", "k3y"); rec.Code != 410 || errCode(t, rec) != CodeGone {
+		t.Errorf("second DELETE: got %d %s, want 410 gone", rec.Code, rec.Body)
 	}
 	if rec := do(h, "DELETE", "/api/v1/links/zzz", "", "X-Api-Key", "k3y"); rec.Code != 404 {
 		t.Errorf("DELETE unknown: got %d, want 404", rec.Code)
@@ -401,6 +423,28 @@ func TestCreateRetriesTakenCode(t *testing.T) {
 	}
 }
 
+// TestIDTakenIsNotAliasTaken: a create whose drawn ID is in use (a node
+// ID shared by mistake) retries with a new ID, with or without an alias,
+// instead of answering "alias taken".
+func TestIDTakenIsNotAliasTaken(t *testing.T) {
+	for _, tt := range []struct{ name, body, code string }{
+		{"alias", `{"url":"https://new.example/","alias":"mine"}`, "mine"},
+		{"generated", `{"url":"https://new.example/"}`, "second"},
+	} {
+		f := newFakeLinks()
+		f.links["old"] = shortener.Link{ID: 2, Code: "old", URL: "https://old.example/"}
+		// fixedIDs hands out IDs 2 then 1: the first is taken.
+		h := New(Config{BaseURL: "http://sho.rt", AnonymousCreate: true}, Deps{Resolver: f, Links: f, IDs: &fixedIDs{codes: []string{"first", "second", "third"}}, Log: discardLogger()})
+		rec := do(h, "POST", "/api/v1/links", tt.body)
+		if rec.Code != 201 || !strings.Contains(rec.Body.String(), `"code":"`+tt.code+`"`) {
+			t.Errorf("%s: got %d %s, want 201 with code %s", tt.name, rec.Code, rec.Body, tt.code)
+		}
+		if len(f.links) != 2 {
+			t.Errorf("%s: %d links stored, want 2", tt.name, len(f.links))
+		}
+	}
+}
+
 func TestAlias(t *testing.T) {
 	f := newFakeLinks()
 	h := newTestHandler(f)
@@ -423,54 +467,110 @@ func TestAlias(t *testing.T) {
 	}
 }
 
-// fakeKeyStore serves hashes and counts the reads.
+// fakeKeyStore serves keys and counts the reads; while gate is set, each
+// read waits for it to close (a hung MySQL).
 type fakeKeyStore struct {
-	hashes []string
-	err    error
-	reads  int
+	mu    sync.Mutex
+	keys  []shortener.APIKeyHash
+	err   error
+	reads int
+	gate  chan struct{}
 }
 
-func (f *fakeKeyStore) ActiveKeyHashes(context.Context) ([]string, error) {
+func (f *fakeKeyStore) ActiveKeys(context.Context) ([]shortener.APIKeyHash, error) {
+	f.mu.Lock()
 	f.reads++
-	return f.hashes, f.err
+	gate := f.gate
+	f.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.keys, f.err
+}
+
+func (f *fakeKeyStore) set(keys []shortener.APIKeyHash, err error, gate chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.keys, f.err, f.gate = keys, err, gate
 }
 
 func TestKeyring(t *testing.T) {
-	ks := &fakeKeyStore{hashes: []string{HashKey("stored-key")}}
-	clock := now
-	k := NewKeyring(ks, []string{"config-key"}, 5*time.Second, func() time.Time { return clock })
+	ks := &fakeKeyStore{keys: []shortener.APIKeyHash{{Hash: HashKey("stored-key")}, {Hash: HashKey("stored-admin"), Admin: true}}}
+	var clock atomic.Int64
+	clock.Store(now.UnixNano())
+	k := NewKeyring(ks, []string{"config-key"}, []string{"config-admin"}, 5*time.Second, func() time.Time { return time.Unix(0, clock.Load()) }, discardLogger())
 	ctx := context.Background()
+	if err := k.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		key  string
-		want bool
-	}{{"stored-key", true}, {"config-key", true}, {"", false}, {"stored-ke", false}, {"other", false}, {HashKey("stored-key"), false}} {
-		if got, err := k.Allow(ctx, tt.key); got != tt.want || err != nil {
-			t.Errorf("Allow(%q) = %v, %v; want %v", tt.key, got, err, tt.want)
+		want shortener.Caller
+		err  error
+	}{
+		{"stored-key", shortener.Caller{Owner: HashKey("stored-key")}, nil},
+		{"stored-admin", shortener.Caller{Owner: HashKey("stored-admin"), Admin: true}, nil},
+		{"config-key", shortener.Caller{Owner: HashKey("config-key")}, nil},
+		{"config-admin", shortener.Caller{Owner: HashKey("config-admin"), Admin: true}, nil},
+		{"", shortener.Caller{}, ErrUnknownKey},
+		{"stored-ke", shortener.Caller{}, ErrUnknownKey},
+		{"other", shortener.Caller{}, ErrUnknownKey},
+		{HashKey("stored-key"), shortener.Caller{}, ErrUnknownKey},
+	} {
+		if got, err := k.Identify(ctx, tt.key); got != tt.want || !errors.Is(err, tt.err) {
+			t.Errorf("Identify(%q) = %+v, %v; want %+v, %v", tt.key, got, err, tt.want, tt.err)
 		}
 	}
 	if ks.reads != 1 {
 		t.Errorf("%d reads of the key store within the refresh interval, want 1", ks.reads)
 	}
-	ks.hashes = nil // revoked
-	clock = clock.Add(6 * time.Second)
-	if ok, _ := k.Allow(ctx, "stored-key"); ok {
-		t.Error("a revoked key is still allowed after the refresh interval")
+	// Revoked: the check after the interval starts a reload; once it is
+	// done the key is refused.
+	ks.set(nil, nil, nil)
+	clock.Add(int64(6 * time.Second))
+	k.Identify(ctx, "stored-key") //nolint:errcheck // starts the reload
+	k.Wait()
+	if _, err := k.Identify(ctx, "stored-key"); !errors.Is(err, ErrUnknownKey) {
+		t.Errorf("a revoked key after the refresh: %v, want ErrUnknownKey", err)
 	}
-	ks.err = shortener.ErrUnavailable
-	clock = clock.Add(6 * time.Second)
-	if ok, err := k.Allow(ctx, "config-key"); !ok || err != nil {
-		t.Errorf("with the key store down, the config key: %v, %v; want allowed (last good list kept)", ok, err)
+
+	// MySQL hangs: concurrent checks answer from the last list at once
+	// and start at most one reload between them.
+	gate := make(chan struct{})
+	ks.set([]shortener.APIKeyHash{{Hash: HashKey("stored-key")}}, nil, gate)
+	clock.Add(int64(6 * time.Second))
+	reads := ks.reads
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if c, err := k.Identify(ctx, "config-key"); err != nil || c.Owner != HashKey("config-key") {
+				t.Errorf("check while the key store hangs: %+v, %v; want the last list's answer", c, err)
+			}
+		}()
 	}
-	cold := NewKeyring(ks, nil, time.Second, time.Now)
-	if _, err := cold.Allow(ctx, "stored-key"); err == nil {
-		t.Error("a keyring that never read its store allowed or denied without an error")
+	wg.Wait() // returns although the store never answered
+	close(gate)
+	k.Wait()
+	if got := ks.reads - reads; got != 1 {
+		t.Errorf("%d reloads for 5 concurrent checks, want 1", got)
 	}
+
+	// Never loaded, store down: fast 503, not a wait and not "unknown".
+	cold := NewKeyring(&fakeKeyStore{err: shortener.ErrUnavailable}, nil, nil, time.Second, time.Now, discardLogger())
+	if _, err := cold.Identify(ctx, "stored-key"); !errors.Is(err, shortener.ErrUnavailable) {
+		t.Errorf("a keyring that never loaded: %v, want ErrUnavailable", err)
+	}
+	cold.Wait()
 }
 
 func TestCreateNeedsKeyWhenAnonymousOff(t *testing.T) {
 	f := newFakeLinks()
 	h := New(Config{BaseURL: "http://sho.rt"}, Deps{Resolver: f, Links: f, IDs: &seqIDs{}, Log: discardLogger(),
-		Keys: NewKeyring(nil, []string{"k3y"}, time.Second, time.Now)})
+		Keys: NewKeyring(nil, []string{"k3y"}, nil, time.Second, time.Now, nil)})
 	if rec := do(h, "POST", "/api/v1/links", `{"url":"https://example.com/"}`); rec.Code != 401 || errCode(t, rec) != CodeUnauthorized {
 		t.Errorf("anonymous create with the switch off: got %d %s, want 401", rec.Code, rec.Body)
 	}

@@ -5,18 +5,29 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"shortener"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// Authorizer decides whether an API key may make management calls.
+// Authorizer tells who an API key belongs to.
 type Authorizer interface {
-	Allow(ctx context.Context, key string) (bool, error)
+	// Identify returns the caller that key identifies. An unknown or
+	// revoked key is ErrUnknownKey; shortener.ErrUnavailable means no key
+	// list was ever loaded, so no key can be checked.
+	Identify(ctx context.Context, key string) (shortener.Caller, error)
 }
 
-// KeyStore lists the hashes (HashKey) of the keys not revoked.
+// ErrUnknownKey means an API key is not known or was revoked.
+var ErrUnknownKey = errors.New("handler: unknown or revoked API key")
+
+// KeyStore lists the keys not revoked, by hash (HashKey).
 type KeyStore interface {
-	ActiveKeyHashes(ctx context.Context) ([]string, error)
+	ActiveKeys(ctx context.Context) ([]shortener.APIKeyHash, error)
 }
 
 // HashKey is how an API key is stored: hex SHA-256. Keys are long random
@@ -26,67 +37,105 @@ func HashKey(key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Keyring authorises API keys against the stored hashes, reloaded at most
-// once per refresh interval (so a revoked key stops working within it),
-// plus keys given in the configuration. Every comparison runs in constant
-// time and every known hash is compared, so timing tells nothing.
+// keySet is one loaded list of keys and when it was read.
+type keySet struct {
+	keys   []shortener.APIKeyHash
+	loaded time.Time
+}
+
+// Keyring identifies API keys against the stored hashes plus keys given in
+// the configuration. A check never waits on the database: it uses the
+// last list read, and when that is older than the refresh interval it
+// starts one reload in the background (so a revoked key stops working
+// within about the interval while MySQL answers, and a hung MySQL costs a
+// check nothing). Until a list was loaded once, checks fail fast with
+// shortener.ErrUnavailable. Every comparison runs in constant time and
+// every known hash is compared, so timing tells nothing.
 type Keyring struct {
 	store   KeyStore
-	static  []string
+	static  []shortener.APIKeyHash
 	refresh time.Duration
 	now     func() time.Time
+	log     *slog.Logger
 
-	mu     sync.Mutex
-	hashes []string
-	loaded time.Time
+	set       atomic.Pointer[keySet]
+	reloading atomic.Bool
+	wg        sync.WaitGroup
 }
 
 var _ Authorizer = (*Keyring)(nil)
 
-// NewKeyring returns a Keyring over ks (may be nil) and the given keys.
-func NewKeyring(ks KeyStore, staticKeys []string, refresh time.Duration, now func() time.Time) *Keyring {
-	k := &Keyring{store: ks, refresh: refresh, now: now}
-	for _, s := range staticKeys {
-		if s != "" {
-			k.static = append(k.static, HashKey(s))
+// NewKeyring returns a Keyring over ks (may be nil: configured keys only),
+// the given keys and admin keys.
+func NewKeyring(ks KeyStore, keys, adminKeys []string, refresh time.Duration, now func() time.Time, log *slog.Logger) *Keyring {
+	k := &Keyring{store: ks, refresh: refresh, now: now, log: log}
+	for _, list := range []struct {
+		keys  []string
+		admin bool
+	}{{keys, false}, {adminKeys, true}} {
+		for _, s := range list.keys {
+			if s != "" {
+				k.static = append(k.static, shortener.APIKeyHash{Hash: HashKey(s), Admin: list.admin})
+			}
 		}
+	}
+	if ks == nil {
+		k.set.Store(&keySet{})
 	}
 	return k
 }
 
-// Allow reports whether key is a known, unrevoked key. An error means the
-// stored keys could not be read and none were read before.
-func (k *Keyring) Allow(ctx context.Context, key string) (bool, error) {
-	if key == "" {
-		return false, nil
+// Load reads the key list now, waiting for the store; start-up calls it
+// once so the first requests find a list.
+func (k *Keyring) Load(ctx context.Context) error {
+	if k.store == nil {
+		return nil
 	}
-	hashes, err := k.current(ctx)
+	keys, err := k.store.ActiveKeys(ctx)
 	if err != nil {
-		return false, err
+		return fmt.Errorf("load API keys: %w", err)
 	}
-	got := []byte(HashKey(key))
-	ok := 0
-	for _, list := range [][]string{hashes, k.static} {
-		for _, h := range list {
-			ok |= subtle.ConstantTimeCompare(got, []byte(h))
-		}
-	}
-	return ok == 1, nil
+	k.set.Store(&keySet{keys: keys, loaded: k.now()})
+	return nil
 }
 
-func (k *Keyring) current(ctx context.Context) ([]string, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.store == nil || (!k.loaded.IsZero() && k.now().Sub(k.loaded) < k.refresh) {
-		return k.hashes, nil
+// Wait waits for a background reload in progress; tests use it.
+func (k *Keyring) Wait() { k.wg.Wait() }
+
+// Identify returns the caller key belongs to.
+func (k *Keyring) Identify(ctx context.Context, key string) (shortener.Caller, error) {
+	set := k.set.Load()
+	if k.store != nil && (set == nil || k.now().Sub(set.loaded) >= k.refresh) && k.reloading.CompareAndSwap(false, true) {
+		k.wg.Add(1)
+		go func() {
+			defer k.wg.Done()
+			defer k.reloading.Store(false)
+			// Detached from the request: the store's own deadline bounds it.
+			if err := k.Load(context.WithoutCancel(ctx)); err != nil && k.log != nil {
+				k.log.Warn("API keys not reloaded; keeping the last list", "err", err)
+			}
+		}()
 	}
-	hashes, err := k.store.ActiveKeyHashes(ctx)
-	if err != nil {
-		if k.loaded.IsZero() {
-			return nil, err
+	if set == nil {
+		return shortener.Caller{}, fmt.Errorf("identify API key: %w: key list not loaded yet", shortener.ErrUnavailable)
+	}
+	if key == "" {
+		return shortener.Caller{}, ErrUnknownKey
+	}
+	got := []byte(HashKey(key))
+	var match shortener.APIKeyHash
+	found := 0
+	for _, list := range [][]shortener.APIKeyHash{set.keys, k.static} {
+		for _, h := range list {
+			eq := subtle.ConstantTimeCompare(got, []byte(h.Hash))
+			if eq == 1 {
+				match = h
+			}
+			found |= eq
 		}
-		return k.hashes, nil // keep the last good list while MySQL is away
 	}
-	k.hashes, k.loaded = hashes, k.now()
-	return k.hashes, nil
+	if found != 1 {
+		return shortener.Caller{}, ErrUnknownKey
+	}
+	return shortener.Caller{Owner: match.Hash, Admin: match.Admin}, nil
 }

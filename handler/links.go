@@ -88,7 +88,7 @@ func (h *Handler) create(c echo.Context) error {
 		}
 	}
 	now := h.d.Now().UTC().Truncate(time.Millisecond)
-	l := shortener.Link{URL: u, Redirect: http.StatusFound, CreatedAt: now}
+	l := shortener.Link{URL: u, Redirect: http.StatusFound, CreatedAt: now, Owner: callerOf(c).Owner}
 	switch req.Redirect {
 	case 0:
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
@@ -122,13 +122,10 @@ func (h *Handler) create(c echo.Context) error {
 }
 
 // show answers GET /api/v1/links/{code} from the source of truth, so API
-// clients always see the current state.
+// clients always see the current state; only to the link's owner or an
+// admin key, so it cannot be used to scrape links.
 func (h *Handler) show(c echo.Context) error {
-	code := c.Param("code")
-	if !plausibleCode(code) {
-		return shortener.ErrNotFound
-	}
-	l, err := h.d.Links.Link(c.Request().Context(), code)
+	l, err := h.managedLink(c, c.Param("code"))
 	if err != nil {
 		return err
 	}
@@ -138,36 +135,88 @@ func (h *Handler) show(c echo.Context) error {
 	return c.JSON(http.StatusOK, h.response(l))
 }
 
+// callerKey is where identify keeps the request's shortener.Caller.
+const callerKey = "shortener.caller"
+
+// identify reads X-Api-Key: a known key makes the request its owner's, no
+// header makes it anonymous, and a header with an unknown or revoked key is
+// 401, never anonymous, since the client believes it owns what it creates.
+func (h *Handler) identify(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		vals := c.Request().Header.Values("X-Api-Key")
+		if len(vals) == 0 {
+			c.Set(callerKey, shortener.Caller{})
+			return next(c)
+		}
+		if len(vals) > 1 || h.d.Keys == nil {
+			return errUnauthorized
+		}
+		caller, err := h.d.Keys.Identify(c.Request().Context(), vals[0])
+		switch {
+		case errors.Is(err, ErrUnknownKey):
+			return errUnauthorized
+		case err != nil:
+			return err
+		}
+		c.Set(callerKey, caller)
+		return next(c)
+	}
+}
+
+var errUnauthorized = &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "a valid X-Api-Key header is required"}
+
+// callerOf returns who made the request (anonymous when identify did not
+// run).
+func callerOf(c echo.Context) shortener.Caller {
+	caller, _ := c.Get(callerKey).(shortener.Caller)
+	return caller
+}
+
 // requireKey admits calls that carry a valid API key in X-Api-Key.
 func (h *Handler) requireKey(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		ok := false
-		if h.d.Keys != nil {
-			var err error
-			if ok, err = h.d.Keys.Allow(c.Request().Context(), c.Request().Header.Get("X-Api-Key")); err != nil {
-				return err
-			}
-		}
-		if !ok {
-			return &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "a valid X-Api-Key header is required"}
+		if !callerOf(c).Keyed() {
+			return errUnauthorized
 		}
 		return next(c)
 	}
 }
 
+// managedLink returns the link with code if the request's key may manage
+// it: its owner's key or an admin key (behind requireKey). Deleted and
+// expired links are returned too; the caller decides what they mean.
+// Routes about one link (delete, show, stats) call it first.
+func (h *Handler) managedLink(c echo.Context, code string) (shortener.Link, error) {
+	if !plausibleCode(code) {
+		return shortener.Link{}, shortener.ErrNotFound
+	}
+	l, err := h.d.Links.Link(c.Request().Context(), code)
+	if err != nil {
+		return shortener.Link{}, err
+	}
+	if !callerOf(c).Manages(l) {
+		return shortener.Link{}, &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: "this link belongs to another API key"}
+	}
+	return l, nil
+}
+
 // remove answers DELETE /api/v1/links/{code}: 204 once the delete and its
 // invalidation record are committed in MySQL. The caches are then told at
-// once; if Redis cannot hear it now, the record is replayed later.
+// once; if Redis cannot hear it now, the record is replayed later. A link
+// deleted already is 410.
 func (h *Handler) remove(c echo.Context) error {
-	code := c.Param("code")
-	if !plausibleCode(code) {
-		return shortener.ErrNotFound
+	l, err := h.managedLink(c, c.Param("code"))
+	if err != nil {
+		return err
 	}
-	if err := h.d.Links.Delete(c.Request().Context(), code, h.d.Now()); err != nil {
+	if !l.DeletedAt.IsZero() {
+		return errGone
+	}
+	if err := h.d.Links.Delete(c.Request().Context(), l.Code, h.d.Now()); err != nil {
 		return err
 	}
 	if h.d.Invalidator != nil {
-		h.d.Invalidator.Invalidate(c.Request().Context(), code)
+		h.d.Invalidator.Invalidate(c.Request().Context(), l.Code)
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -204,6 +253,12 @@ func (h *Handler) insert(ctx context.Context, l shortener.Link, alias, key strin
 			if err == nil {
 				return got, replayed, nil
 			}
+		}
+		if errors.Is(err, shortener.ErrIDTaken) {
+			// The ID, not the code, was issued before: draw another,
+			// alias or not (a taken ID is never "alias taken").
+			h.log.Warn("generated ID already taken; drawing another", "id", l.ID)
+			continue
 		}
 		if !errors.Is(err, shortener.ErrCodeTaken) {
 			return shortener.Link{}, false, err

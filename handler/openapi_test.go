@@ -61,7 +61,7 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 	codes := spec.Components.Schemas.Error.Properties.Error.Properties.Code.Enum
 	for _, c := range []string{CodeInvalidURL, CodeURLTooLong, CodeURLControlChars, CodeURLScheme, CodeURLCredentials,
 		CodeURLLoop, CodeURLDenied, CodeInvalidAlias, CodeAliasTaken, CodeInvalidJSON, CodeInvalidRequest, CodeTooLarge,
-		CodeUnauthorized, CodeNotFound, CodeGone, CodeMethodNotAllowed, CodeKeyReused, CodeRateLimited, CodeUnavailable, CodeInternal} {
+		CodeUnauthorized, CodeForbidden, CodeNotFound, CodeGone, CodeMethodNotAllowed, CodeKeyReused, CodeRateLimited, CodeUnavailable, CodeInternal} {
 		if !slices.Contains(codes, c) {
 			t.Errorf("error code %s is not listed in openapi.json", c)
 		}

@@ -20,13 +20,15 @@ type APIKey struct {
 	Name      string
 	CreatedAt time.Time
 	RevokedAt time.Time // zero: active
+	Admin     bool      // may manage every link
 }
 
-// CreateAPIKey stores the hash of a new key under name.
-func (s *Store) CreateAPIKey(ctx context.Context, name, hash string, now time.Time) error {
+// CreateAPIKey stores the hash of a new key under name; an admin key may
+// manage every link.
+func (s *Store) CreateAPIKey(ctx context.Context, name, hash string, admin bool, now time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	_, err := s.db.ExecContext(ctx, "INSERT INTO api_keys (name, key_hash, created_at) VALUES (?, ?, ?)", name, hash, now.UTC())
+	_, err := s.db.ExecContext(ctx, "INSERT INTO api_keys (name, key_hash, created_at, admin) VALUES (?, ?, ?, ?)", name, hash, now.UTC(), admin)
 	var me *mysql.MySQLError
 	switch {
 	case errors.As(err, &me) && me.Number == 1062:
@@ -55,7 +57,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, name string, now time.Time) er
 func (s *Store) APIKeys(ctx context.Context) ([]APIKey, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, "SELECT id, name, created_at, revoked_at FROM api_keys ORDER BY id")
+	rows, err := s.db.QueryContext(ctx, "SELECT id, name, created_at, revoked_at, admin FROM api_keys ORDER BY id")
 	if err != nil {
 		return nil, fmt.Errorf("list API keys: %w: %w", shortener.ErrUnavailable, err)
 	}
@@ -64,7 +66,7 @@ func (s *Store) APIKeys(ctx context.Context) ([]APIKey, error) {
 	for rows.Next() {
 		var k APIKey
 		var revoked sql.NullTime
-		if err := rows.Scan(&k.ID, &k.Name, &k.CreatedAt, &revoked); err != nil {
+		if err := rows.Scan(&k.ID, &k.Name, &k.CreatedAt, &revoked, &k.Admin); err != nil {
 			return nil, fmt.Errorf("list API keys: %w: %w", shortener.ErrUnavailable, err)
 		}
 		k.RevokedAt = revoked.Time
@@ -76,22 +78,23 @@ func (s *Store) APIKeys(ctx context.Context) ([]APIKey, error) {
 	return out, nil
 }
 
-// ActiveKeyHashes returns the hashes of every key not revoked.
-func (s *Store) ActiveKeyHashes(ctx context.Context) ([]string, error) {
+// ActiveKeys returns the hash of every key not revoked, and whether it
+// is an admin key.
+func (s *Store) ActiveKeys(ctx context.Context) ([]shortener.APIKeyHash, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, "SELECT key_hash FROM api_keys WHERE revoked_at IS NULL")
+	rows, err := s.db.QueryContext(ctx, "SELECT key_hash, admin FROM api_keys WHERE revoked_at IS NULL")
 	if err != nil {
 		return nil, fmt.Errorf("active API keys: %w: %w", shortener.ErrUnavailable, err)
 	}
 	defer rows.Close()
-	var out []string
+	var out []shortener.APIKeyHash
 	for rows.Next() {
-		var h string
-		if err := rows.Scan(&h); err != nil {
+		var k shortener.APIKeyHash
+		if err := rows.Scan(&k.Hash, &k.Admin); err != nil {
 			return nil, fmt.Errorf("active API keys: %w: %w", shortener.ErrUnavailable, err)
 		}
-		out = append(out, h)
+		out = append(out, k)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("active API keys: %w: %w", shortener.ErrUnavailable, err)

@@ -69,13 +69,8 @@ func (s *Store) createIdempotent(ctx context.Context, l shortener.Link, idem sho
 	case err != nil:
 		return shortener.Link{}, false, fmt.Errorf("create link %s: record key: %w: %w", l.Code, shortener.ErrUnavailable, err)
 	}
-	if _, err := tx.ExecContext(ctx,
-		"INSERT INTO links (id, code, url, redirect, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
-		l.ID, l.Code, l.URL, l.Redirect, now, nullTime(l.ExpiresAt)); err != nil {
-		if errors.As(err, &me) && me.Number == 1062 {
-			return shortener.Link{}, false, fmt.Errorf("create link %s: %w", l.Code, shortener.ErrCodeTaken)
-		}
-		return shortener.Link{}, false, fmt.Errorf("create link %s: %w: %w", l.Code, shortener.ErrUnavailable, err)
+	if err := insertLink(ctx, tx, l); err != nil {
+		return shortener.Link{}, false, err
 	}
 	if err := tx.Commit(); err != nil {
 		return shortener.Link{}, false, fmt.Errorf("create link %s: commit: %w: %w", l.Code, shortener.ErrUnavailable, err)

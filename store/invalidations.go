@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"shortener"
 	"strings"
@@ -10,7 +12,8 @@ import (
 
 // Delete marks the link deleted and records a cache invalidation for it in
 // the same transaction, so the invalidation is as durable as the delete.
-// Deleting a missing or already deleted link returns shortener.ErrNotFound.
+// Deleting a missing link returns shortener.ErrNotFound, an already
+// deleted one shortener.ErrGone.
 func (s *Store) Delete(ctx context.Context, code string, now time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -27,7 +30,16 @@ func (s *Store) Delete(ctx context.Context, code string, now time.Time) error {
 	if n, err := res.RowsAffected(); err != nil {
 		return fmt.Errorf("delete link %s: %w: %w", code, shortener.ErrUnavailable, err)
 	} else if n == 0 {
-		return fmt.Errorf("delete link %s: %w", code, shortener.ErrNotFound)
+		// Already deleted is gone (410), never deleted is unknown (404).
+		var one int
+		switch err := tx.QueryRowContext(ctx, "SELECT 1 FROM links WHERE code = ?", code).Scan(&one); {
+		case err == nil:
+			return fmt.Errorf("delete link %s: %w", code, shortener.ErrGone)
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("delete link %s: %w", code, shortener.ErrNotFound)
+		default:
+			return fmt.Errorf("delete link %s: %w: %w", code, shortener.ErrUnavailable, err)
+		}
 	}
 	if _, err := tx.ExecContext(ctx,
 		"INSERT INTO invalidations (code, created_at) VALUES (?, ?)", code, now.UTC()); err != nil {

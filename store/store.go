@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"shortener"
 	"time"
 
@@ -93,45 +94,109 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Create(ctx context.Context, l shortener.Link) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	_, err := s.db.ExecContext(ctx,
-		"INSERT INTO links (id, code, url, redirect, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
-		l.ID, l.Code, l.URL, l.Redirect, l.CreatedAt.UTC(), nullTime(l.ExpiresAt))
-	if err != nil {
-		var me *mysql.MySQLError
-		if errors.As(err, &me) && me.Number == 1062 { // ER_DUP_ENTRY
-			return fmt.Errorf("create link %s: %w", l.Code, shortener.ErrCodeTaken)
-		}
-		return fmt.Errorf("create link %s: %w: %w", l.Code, shortener.ErrUnavailable, err)
-	}
-	return nil
+	return insertLink(ctx, s.db, l)
 }
 
-// shortener.Link returns the link with code, including expired and deleted links
+// execQuerier is what insertLink needs: a pool or a transaction.
+type execQuerier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// insertLink inserts l. A duplicate is told apart by which key it hit:
+// the code (shortener.ErrCodeTaken, an alias in use) or the primary key
+// (shortener.ErrIDTaken, a Snowflake ID issued twice).
+func insertLink(ctx context.Context, db execQuerier, l shortener.Link) error {
+	_, err := db.ExecContext(ctx,
+		"INSERT INTO links (id, code, url, redirect, created_at, expires_at, owner) VALUES (?, ?, ?, ?, ?, ?, ?)",
+		l.ID, l.Code, l.URL, l.Redirect, l.CreatedAt.UTC(), nullTime(l.ExpiresAt), nullString(l.Owner))
+	var me *mysql.MySQLError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &me) && me.Number == 1062: // ER_DUP_ENTRY
+		// The error names the key only in its text; ask the table
+		// instead of parsing a message.
+		var one int
+		switch qerr := db.QueryRowContext(ctx, "SELECT 1 FROM links WHERE code = ?", l.Code).Scan(&one); {
+		case qerr == nil:
+			return fmt.Errorf("create link %s: %w", l.Code, shortener.ErrCodeTaken)
+		case errors.Is(qerr, sql.ErrNoRows):
+			return fmt.Errorf("create link %s (id %d): %w", l.Code, l.ID, shortener.ErrIDTaken)
+		default:
+			return fmt.Errorf("create link %s: %w: %w", l.Code, shortener.ErrUnavailable, qerr)
+		}
+	default:
+		return fmt.Errorf("create link %s: %w: %w", l.Code, shortener.ErrUnavailable, err)
+	}
+}
+
+// Link returns the link with code, including expired and deleted links
 // (the caller decides what Gone means for it).
 func (s *Store) Link(ctx context.Context, code string) (shortener.Link, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	var (
-		l                  shortener.Link
-		expires, deletedAt sql.NullTime
-	)
-	err := s.db.QueryRowContext(ctx,
-		"SELECT id, code, url, redirect, created_at, expires_at, deleted_at FROM links WHERE code = ?", code).
-		Scan(&l.ID, &l.Code, &l.URL, &l.Redirect, &l.CreatedAt, &expires, &deletedAt)
+	l, err := scanLink(s.db.QueryRowContext(ctx, "SELECT "+linkColumns+" FROM links WHERE code = ?", code))
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return shortener.Link{}, fmt.Errorf("get link %s: %w", code, shortener.ErrNotFound)
 	case err != nil:
 		return shortener.Link{}, fmt.Errorf("get link %s: %w: %w", code, shortener.ErrUnavailable, err)
 	}
-	l.ExpiresAt = expires.Time
-	l.DeletedAt = deletedAt.Time
 	return l, nil
+}
+
+// linkColumns are the columns scanLink reads, in its order.
+const linkColumns = "id, code, url, redirect, created_at, expires_at, deleted_at, owner"
+
+// scanLink reads one row of linkColumns.
+func scanLink(row interface{ Scan(...any) error }) (shortener.Link, error) {
+	var (
+		l                  shortener.Link
+		expires, deletedAt sql.NullTime
+		owner              sql.NullString
+	)
+	if err := row.Scan(&l.ID, &l.Code, &l.URL, &l.Redirect, &l.CreatedAt, &expires, &deletedAt, &owner); err != nil {
+		return shortener.Link{}, err
+	}
+	l.ExpiresAt, l.DeletedAt, l.Owner = expires.Time, deletedAt.Time, owner.String
+	return l, nil
+}
+
+// OwnedLinks returns up to limit links owned by owner with an ID below
+// before (0: from the newest), newest first, deleted links left out: one
+// page of a key's listing. The last link's ID is the next page's cursor.
+func (s *Store) OwnedLinks(ctx context.Context, owner string, before int64, limit int) ([]shortener.Link, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	rows, err := s.db.QueryContext(ctx, "SELECT "+linkColumns+
+		" FROM links WHERE owner = ? AND id < ? AND deleted_at IS NULL ORDER BY id DESC LIMIT ?", owner, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list links: %w: %w", shortener.ErrUnavailable, err)
+	}
+	defer rows.Close()
+	out := []shortener.Link{}
+	for rows.Next() {
+		l, err := scanLink(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list links: %w: %w", shortener.ErrUnavailable, err)
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list links: %w: %w", shortener.ErrUnavailable, err)
+	}
+	return out, nil
 }
 
 func nullTime(t time.Time) sql.NullTime {
 	return sql.NullTime{Time: t.UTC(), Valid: !t.IsZero()}
 }
+
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 // RedactDSN returns dsn with its password masked, for logs.
 func RedactDSN(dsn string) string {

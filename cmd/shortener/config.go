@@ -48,6 +48,7 @@ type Config struct {
 	L1TTL         time.Duration
 	L1NegativeTTL time.Duration
 	APIKey        string
+	AdminKey      string
 	Anonymous     bool
 	CreateRate    float64
 	CreateBurst   int
@@ -167,6 +168,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.int(&c.CreateBurst, "create-burst", "SHORTENER_CREATE_BURST", 200, "links a client address may create at once above the rate")
 	e.boolean(&c.Anonymous, "anonymous-create", "SHORTENER_ANONYMOUS_CREATE", true, "let clients without an API key create links")
 	e.str(&c.APIKey, "api-key", "SHORTENER_API_KEY", "", "an API key from the configuration, besides those made with 'shortener keys create' (X-Api-Key)")
+	e.str(&c.AdminKey, "admin-key", "SHORTENER_ADMIN_KEY", "", "an admin API key from the configuration: manages every link")
 
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
@@ -234,7 +236,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("mysql_dsn", store.RedactDSN(c.MySQLDSN)),
 		slog.Int("mysql_max_open", c.MySQLMaxOpen), slog.String("mysql_timeout", c.MySQLTimeout.String()),
 		slog.String("redis_master", c.RedisMaster), slog.Any("redis_sentinels", c.RedisSentinels),
-		slog.String("redis_password", pw), slog.Bool("code_key_default", c.CodeKey == idgen.DefaultKey), slog.Bool("api_key_set", c.APIKey != ""),
+		slog.String("redis_password", pw), slog.Bool("code_key_default", c.CodeKey == idgen.DefaultKey), slog.Bool("api_key_set", c.APIKey != ""), slog.Bool("admin_key_set", c.AdminKey != ""),
 		slog.Int("l1_size", c.L1Size), slog.String("l1_ttl", c.L1TTL.String()), slog.String("redis_timeout", c.RedisTimeout.String()),
 		slog.Int("redis_pool", c.RedisPoolSize), slog.String("breaker_delay", c.BreakerDelay.String()),
 		slog.Uint64("breaker_failures", uint64(c.BreakerFailures)), slog.Uint64("breaker_window", uint64(c.BreakerWindow)),

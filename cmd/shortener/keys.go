@@ -22,9 +22,11 @@ func keys(ctx context.Context, args []string, getenv func(string) string, stdout
 	fs.SetOutput(stderr)
 	e := &envFlags{fs: fs, getenv: getenv}
 	var dsn string
+	var admin bool
 	e.str(&dsn, "mysql-dsn", "SHORTENER_MYSQL_DSN", "", "MySQL DSN (required)")
+	fs.BoolVar(&admin, "admin", false, "create: an admin key, which manages every link")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: shortener keys [-mysql-dsn DSN] create NAME | revoke NAME | list")
+		fmt.Fprintln(stderr, "usage: shortener keys [-mysql-dsn DSN] [-admin] create NAME | revoke NAME | list")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -60,7 +62,7 @@ func keys(ctx context.Context, args []string, getenv func(string) string, stdout
 			return err
 		}
 		key := "sk_" + base64.RawURLEncoding.EncodeToString(b[:])
-		if err := st.CreateAPIKey(ctx, rest[0], handler.HashKey(key), time.Now()); err != nil {
+		if err := st.CreateAPIKey(ctx, rest[0], handler.HashKey(key), admin, time.Now()); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "%s\n", key)
@@ -79,6 +81,9 @@ func keys(ctx context.Context, args []string, getenv func(string) string, stdout
 			state := "active"
 			if !k.RevokedAt.IsZero() {
 				state = "revoked " + k.RevokedAt.Format(time.RFC3339)
+			}
+			if k.Admin {
+				state += ", admin"
 			}
 			fmt.Fprintf(stdout, "%s\tcreated %s\t%s\n", k.Name, k.CreatedAt.Format(time.RFC3339), state)
 		}

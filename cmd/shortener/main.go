@@ -136,6 +136,12 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	go func() { cacheDone <- c.Run(cctx) }()
 	defer func() { stopCache(); <-cacheDone }() // before Redis closes
 
+	// Keys are checked against the last list read, never waiting on MySQL;
+	// the first list is read here so the first requests find one.
+	keyring := handler.NewKeyring(st, []string{cfg.APIKey}, []string{cfg.AdminKey}, 5*time.Second, time.Now, log)
+	if err := keyring.Load(ctx); err != nil {
+		log.Warn("API keys not loaded at start; keyed calls answer 503 until they are", "err", err)
+	}
 	h := handler.New(handler.Config{BaseURL: cfg.BaseURL, Instance: cfg.Instance, AnonymousCreate: cfg.Anonymous,
 		CreateRate: cfg.CreateRate, CreateBurst: cfg.CreateBurst, IdempotencyTTL: cfg.IdemTTL,
 		Policy: handler.NewURLPolicy(cfg.BaseURL, cfg.SelfHosts, cfg.DenyHosts)}, handler.Deps{
@@ -144,7 +150,8 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 		Warmer:      c,
 		Invalidator: c,
 		IDs:         ids,
-		Keys:        handler.NewKeyring(st, []string{cfg.APIKey}, 5*time.Second, time.Now),
+		Keys:        keyring,
+		Lister:      st,
 		Ready:       st,
 		Metrics:     promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Log:         log,

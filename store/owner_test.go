@@ -1,0 +1,99 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"shortener"
+	"testing"
+	"time"
+
+	"shortener/stack/stacktest"
+)
+
+// TestOwnershipAndDuplicates checks the owner column and its listing, a
+// repeated delete (gone, not unknown), and that a duplicate ID is told
+// from a taken code, each refused insert leaving no row behind.
+func TestOwnershipAndDuplicates(t *testing.T) {
+	s := stacktest.Start(t)
+	st := openStore(t, s.MySQLDSN())
+	ctx := context.Background()
+	if err := st.Migrate(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	mk := func(id int64, code, owner string) shortener.Link {
+		return shortener.Link{ID: id, Code: code, URL: "https://example.com/" + code, Redirect: 302, CreatedAt: now, Owner: owner}
+	}
+	for i := int64(1); i <= 5; i++ {
+		owner := "owner-a"
+		if i == 3 {
+			owner = "owner-b"
+		}
+		if err := st.Create(ctx, mk(i, fmt.Sprintf("o%d", i), owner)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Create(ctx, mk(6, "anon", "")); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := st.Link(ctx, "o1"); err != nil || l.Owner != "owner-a" {
+		t.Errorf("Link(o1) owner %q, %v; want owner-a", l.Owner, err)
+	}
+	if l, err := st.Link(ctx, "anon"); err != nil || l.Owner != "" {
+		t.Errorf("Link(anon) owner %q, %v; want none", l.Owner, err)
+	}
+	if err := st.Delete(ctx, "o4", now); err != nil {
+		t.Fatal(err)
+	}
+	page, err := st.OwnedLinks(ctx, "owner-a", 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := st.OwnedLinks(ctx, "owner-a", page[len(page)-1].ID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range append(page, next...) {
+		got = append(got, l.Code)
+	}
+	if fmt.Sprint(got) != "[o5 o2 o1]" {
+		t.Errorf("owner-a's links by page: %v, want [o5 o2 o1] (newest first, deleted and others' left out)", got)
+	}
+
+	for _, tt := range []struct {
+		name string
+		err  error
+	}{
+		{"delete again", shortener.ErrGone},
+		{"delete unknown", shortener.ErrNotFound},
+	} {
+		code := "o4"
+		if tt.err == shortener.ErrNotFound {
+			code = "nosuch"
+		}
+		if err := st.Delete(ctx, code, now); !errors.Is(err, tt.err) {
+			t.Errorf("%s: %v, want %v", tt.name, err, tt.err)
+		}
+	}
+
+	for _, tt := range []struct {
+		name string
+		link shortener.Link
+		want error
+	}{
+		{"taken code", mk(100, "o1", "owner-a"), shortener.ErrCodeTaken},
+		{"taken ID", mk(1, "fresh-code", "owner-a"), shortener.ErrIDTaken},
+	} {
+		if err := st.Create(ctx, tt.link); !errors.Is(err, tt.want) {
+			t.Errorf("Create, %s: %v, want %v", tt.name, err, tt.want)
+		}
+		if _, _, err := st.CreateIdempotent(ctx, tt.link, shortener.Idempotency{Key: "k-" + tt.name, RequestHash: "h", ExpiresAt: now.Add(time.Hour)}); !errors.Is(err, tt.want) {
+			t.Errorf("CreateIdempotent, %s: %v, want %v", tt.name, err, tt.want)
+		}
+	}
+	if _, err := st.Link(ctx, "fresh-code"); !errors.Is(err, shortener.ErrNotFound) {
+		t.Errorf("a refused insert left a row: %v", err)
+	}
+}
