@@ -118,3 +118,25 @@ type Click struct {
 	Referrer string    // host of the Referer header, lower case; "" when none
 	Agent    Agent
 }
+
+// Trend is one link's place in a trending answer: the link and its clicks
+// in the answer's window.
+type Trend struct {
+	Link   Link
+	Clicks int64
+}
+
+// Trending ranks links by their clicks in a recent window, the most
+// clicked first.
+type Trending struct {
+	Window time.Duration
+	From   time.Time // start of the counted period; it ends at AsOf
+	AsOf   time.Time // when the answer was computed
+	// Synced is when the counts were last read from Redis (zero: never);
+	// a local answer adds what this instance counted since.
+	Synced time.Time
+	// Source names where the counts come from: "redis" (every instance's
+	// clicks) or "local" (this instance's view while Redis is out).
+	Source string
+	Links  []Trend
+}

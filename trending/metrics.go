@@ -1,0 +1,57 @@
+package trending
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are what the chaos runs and tests read to see trending's state.
+type metrics struct {
+	state       prometheus.Gauge
+	transitions *prometheus.CounterVec // from, to
+	batches     *prometheus.CounterVec // result: applied, duplicate, error
+	queued      prometheus.Gauge
+	dropped     prometheus.Counter
+	local       prometheus.Gauge
+	removed     prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		state: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shortener_trending_breaker_state",
+			Help: "Trending's Redis breaker: 0 closed, 1 open, 2 half-open.",
+		}),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shortener_trending_breaker_transitions_total",
+			Help: "Trending breaker state changes.",
+		}, []string{"from", "to"}),
+		batches: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shortener_trending_batches_total",
+			Help: "Click batches sent to Redis's trending sets, by result: applied, duplicate (already applied: a replay), error.",
+		}, []string{"result"}),
+		queued: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shortener_trending_queued_slots",
+			Help: "Link-minutes counted locally and not yet merged into Redis.",
+		}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shortener_trending_dropped_clicks_total",
+			Help: "Clicks left out of the merge-back because the local queue was full.",
+		}),
+		local: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shortener_trending_local",
+			Help: "1 while trending answers come from the local top-K, 0 while from Redis.",
+		}),
+		removed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shortener_trending_removed_total",
+			Help: "Deleted or expired links removed from Redis's trending sets.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.state, m.transitions, m.batches, m.queued, m.dropped, m.local, m.removed} {
+		if err := reg.Register(c); err != nil {
+			return nil, errors.Join(errors.New("register trending metrics"), err)
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,308 @@
+package trending
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"shortener"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+
+	"shortener/stack"
+	"shortener/stack/stacktest"
+)
+
+func TestMain(m *testing.M) {
+	// go-redis logs every refused or timed-out dial; the outage tests make
+	// many on purpose.
+	redis.SetLogger(quietRedisLog{})
+	os.Exit(m.Run())
+}
+
+type quietRedisLog struct{}
+
+func (quietRedisLog) Printf(context.Context, string, ...any) {}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// links is a fake lookup path: every code "l<n>" is a live link unless
+// deleted.
+type links struct {
+	mu      sync.Mutex
+	deleted map[string]bool
+}
+
+var _ Resolver = (*links)(nil)
+
+func (f *links) Resolve(_ context.Context, code string) (shortener.Link, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l := shortener.Link{Code: code, URL: "https://example.com/" + code, Redirect: 302}
+	if f.deleted[code] {
+		l.DeletedAt = time.Unix(1, 0)
+	}
+	return l, nil
+}
+
+func (f *links) delete(code string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.deleted == nil {
+		f.deleted = map[string]bool{}
+	}
+	f.deleted[code] = true
+}
+
+// clock is a settable test clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// stackConfig points a Config at s's Sentinels with a key prefix of its
+// own, so tests sharing a stack do not see each other's keys.
+func stackConfig(s *stack.Stack, node string) Config {
+	return Config{
+		MasterName:    s.MasterName(),
+		SentinelAddrs: s.SentinelAddrs(),
+		Node:          node,
+		Prefix:        fmt.Sprintf("t%d:", time.Now().UnixNano()),
+	}
+}
+
+func newRanking(tb testing.TB, cfg Config, res Resolver, now func() time.Time) *Ranking {
+	tb.Helper()
+	r, err := New(cfg, res, now, quietLog(), prometheus.NewRegistry())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { r.Close() })
+	return r
+}
+
+// redisCounts reads window w's counts straight from Redis.
+func redisCounts(tb testing.TB, r *Ranking, w string, now time.Time) map[string]uint64 {
+	tb.Helper()
+	i, _ := windowIndex(w)
+	// The breaker may be forced open by the test; read around it.
+	win := windows()[i]
+	first := win.first(now)
+	out := map[string]uint64{}
+	for b := first; b < first+win.buckets; b++ {
+		zs, err := r.rdb.ZRangeWithScores(context.Background(), win.res.key(r.cfg.Prefix, b), 0, -1).Result()
+		if err != nil {
+			tb.Fatalf("read %s: %v", w, err)
+		}
+		for _, z := range zs {
+			out[z.Member.(string)] += uint64(z.Score)
+		}
+	}
+	return out
+}
+
+// TestMergeBackExactlyOnceAcrossCrash counts clicks during an outage,
+// starts the merge-back, and kills the merging instance after it applied
+// some batches (the last one with its reply lost). A new instance started
+// on the same spool finishes the merge: every click is in Redis exactly
+// once.
+func TestMergeBackExactlyOnceAcrossCrash(t *testing.T) {
+	s := stacktest.Start(t)
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2026, 12, 3, 12, 0, 30, 0, time.UTC)}
+	cfg := stackConfig(s, "app1")
+	cfg.Spool = filepath.Join(t.TempDir(), "trending.spool")
+	cfg.Chunk = 7
+	cfg.BreakerDelay = time.Hour // the test opens and closes it
+
+	r1 := newRanking(t, cfg, &links{}, clk.now)
+	r1.breaker.Open()
+	want := map[string]uint64{}
+	for i := range 40 {
+		code := fmt.Sprintf("l%d", i)
+		for range 40 - i {
+			r1.Observe([]shortener.Click{{Code: code, At: clk.now()}})
+			want[code]++
+		}
+	}
+	r1.step(ctx) // breaker open: everything stays queued and spooled
+	batches := len(r1.q.batches)
+	if batches < 5 {
+		t.Fatalf("%d batches queued, want at least 5", batches)
+	}
+	if _, err := os.Stat(cfg.Spool); err != nil {
+		t.Fatalf("spool not written during the outage: %v", err)
+	}
+
+	// Redis is back; the merge starts, then the instance dies: three
+	// batches applied and acknowledged, the fourth applied with its reply
+	// lost, and the spool (written before the merge) never updated.
+	r1.breaker.Close()
+	for range 3 {
+		if err := r1.apply(ctx, r1.q.head()); err != nil {
+			t.Fatal(err)
+		}
+		r1.q.pop()
+	}
+	if err := r1.apply(ctx, r1.q.head()); err != nil {
+		t.Fatal(err)
+	}
+	r1.Close()
+
+	r2 := newRanking(t, cfg, &links{}, clk.now)
+	if got := len(r2.q.batches); got != batches {
+		t.Fatalf("restart replays %d batches, want %d", got, batches)
+	}
+	r2.step(ctx)
+	r2.step(ctx) // a second round must change nothing
+	if n := len(r2.q.batches); n != 0 {
+		t.Fatalf("%d batches left after the merge", n)
+	}
+	if _, err := os.Stat(cfg.Spool); !os.IsNotExist(err) {
+		t.Errorf("spool still there after the merge: %v", err)
+	}
+	if got, want := testutil.ToFloat64(r2.m.batches.WithLabelValues("duplicate")), 4.0; got != want {
+		t.Errorf("batches skipped as already applied: %v, want %v", got, want)
+	}
+	got := redisCounts(t, r2, "5m", clk.now())
+	for code, n := range want {
+		if got[code] != n {
+			t.Errorf("%s: Redis counts %d clicks, want %d", code, got[code], n)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("Redis ranks %d links, want %d", len(got), len(want))
+	}
+	top, _ := r2.Top("5m", 3)
+	if top.Source != sourceRedis || len(top.Links) != 3 || top.Links[0].Link.Code != "l0" || top.Links[0].Clicks != 40 {
+		t.Errorf("Top(5m, 3) = %+v, want l0 (40 clicks) first, from redis", top)
+	}
+}
+
+// TestOutage freezes every Redis node under a running Ranking: answers
+// turn local and stay right, a link deleted during the outage disappears
+// at once, and after the thaw the outage's clicks are merged into Redis
+// (exactly: the counts equal the clicks sent) and the deleted link is
+// gone from Redis's sets too.
+func TestOutage(t *testing.T) {
+	s := stacktest.Start(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := stackConfig(s, "app1")
+	cfg.Tick, cfg.Refresh, cfg.Stale = 20*time.Millisecond, 100*time.Millisecond, 300*time.Millisecond
+	cfg.BreakerDelay = 200 * time.Millisecond
+	res := &links{}
+	r := newRanking(t, cfg, res, time.Now)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	sent := map[string]uint64{}
+	click := func(rounds int) {
+		for range rounds {
+			var cs []shortener.Click
+			for i := range 30 {
+				for range 30 - i {
+					code := fmt.Sprintf("l%d", i)
+					cs = append(cs, shortener.Click{Code: code, At: time.Now()})
+					sent[code]++
+				}
+			}
+			r.Observe(cs)
+		}
+	}
+	waitFor := func(what string, ok func(shortener.Trending) bool) shortener.Trending {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			top, err := r.Top("5m", 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok(top) {
+				return top
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("waiting for %s: last answer %+v", what, top)
+			}
+			click(1)
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	first := func(top shortener.Trending) string {
+		if len(top.Links) == 0 {
+			return ""
+		}
+		return top.Links[0].Link.Code
+	}
+
+	click(5)
+	waitFor("a Redis answer", func(top shortener.Trending) bool { return top.Source == sourceRedis && first(top) == "l0" })
+
+	for _, p := range s.Redis() {
+		if err := p.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	thawed := false
+	thaw := func() {
+		if thawed {
+			return
+		}
+		thawed = true
+		for _, p := range s.Redis() {
+			if err := p.Cont(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(thaw)
+	top := waitFor("a local answer", func(top shortener.Trending) bool { return top.Source == sourceLocal })
+	if first(top) != "l0" || len(top.Links) != 10 {
+		t.Errorf("local answer %+v, want l0..l9", top)
+	}
+	res.delete("l0")
+	waitFor("l0 gone from the local answer", func(top shortener.Trending) bool {
+		return top.Source == sourceLocal && first(top) == "l1"
+	})
+
+	thaw()
+	waitFor("Redis again", func(top shortener.Trending) bool { return top.Source == sourceRedis })
+	// Stop counting, let the last batches land, then compare.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := redisCounts(t, r, "5m", time.Now())
+		_, l0 := got["l0"]
+		diff := 0
+		for code, n := range sent {
+			if code != "l0" && got[code] != n {
+				diff++
+			}
+		}
+		if diff == 0 && !l0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after recovery: %d links differ from the clicks sent; l0 still ranked: %v", diff, l0)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,232 @@
+package trending
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/failsafe-go/failsafe-go/circuitbreaker"
+	"github.com/redis/go-redis/v9"
+)
+
+// fetch is how many ranked codes a refresh reads per window: the 100 an
+// answer may ask for, and room for links that turn out deleted.
+const fetch = 128
+
+// applyScript applies one batch atomically, at most once per sequence
+// number. KEYS[1] is the node's high-water mark, KEYS[2..] the bucket and
+// total keys the batch touches; ARGV[1] is the batch's sequence, ARGV[2]
+// the mark's TTL, ARGV[3..#KEYS+1] each key's TTL, then triples of (key
+// index, member, amount): a sorted-set increment, or with an empty member
+// a total's.
+var applyScript = redis.NewScript(`
+local hw = redis.call('GET', KEYS[1])
+if hw and tonumber(hw) >= tonumber(ARGV[1]) then return 0 end
+local nk = #KEYS
+for i = nk + 2, #ARGV, 3 do
+  local k = KEYS[tonumber(ARGV[i])]
+  if ARGV[i + 1] == '' then
+    redis.call('INCRBY', k, ARGV[i + 2])
+  else
+    redis.call('ZINCRBY', k, ARGV[i + 2], ARGV[i + 1])
+  end
+end
+for i = 2, nk do redis.call('EXPIRE', KEYS[i], ARGV[i + 1]) end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return 1
+`)
+
+// markTTL is how long Redis remembers a node's last applied batch: longer
+// than the oldest bucket lives, so a batch replayed later than that only
+// touches expired buckets (load drops such batches anyway).
+const markTTL = 27 * time.Hour
+
+// newClient builds the Sentinel failover client of the master: every
+// trending command writes (increments, or the union a read stores) and
+// replicas refuse writes. Deadlines as in cache: per call, on the socket,
+// no retries.
+func newClient(cfg Config) *redis.Client {
+	return redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:            cfg.MasterName,
+		SentinelAddrs:         cfg.SentinelAddrs,
+		Password:              cfg.Password,
+		ContextTimeoutEnabled: true,
+		DialTimeout:           cfg.Timeout,
+		ReadTimeout:           cfg.Timeout,
+		WriteTimeout:          cfg.Timeout,
+		PoolTimeout:           cfg.Timeout,
+		MaxRetries:            -1,
+		DialerRetries:         1,
+		PoolSize:              cfg.PoolSize,
+		MinIdleConns:          1,
+	})
+}
+
+// newBreaker is trending's own breaker: a sick trending path must not
+// open the lookup path's breakers, nor the other way round.
+func newBreaker(cfg Config, m *metrics, log *slog.Logger) circuitbreaker.CircuitBreaker[any] {
+	return circuitbreaker.NewBuilder[any]().
+		WithFailureThresholdRatio(cfg.BreakerFailures, cfg.BreakerWindow).
+		WithDelay(cfg.BreakerDelay).
+		WithSuccessThreshold(cfg.BreakerSuccesses).
+		OnStateChanged(func(e circuitbreaker.StateChangedEvent) {
+			m.transitions.WithLabelValues(e.OldState.String(), e.NewState.String()).Inc()
+			m.state.Set(float64(e.NewState))
+			log.Info("trending breaker state changed", "from", e.OldState.String(), "to", e.NewState.String())
+		}).
+		Build()
+}
+
+// call runs one Redis command under its own deadline, detached from the
+// caller's cancellation, when the breaker allows it, and records the
+// outcome. errOpen means it was not sent.
+func (r *Ranking) call(ctx context.Context, fn func(context.Context) error) error {
+	if !r.breaker.TryAcquirePermit() {
+		return errOpen
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Timeout)
+	defer cancel()
+	err := fn(ctx)
+	if err == nil || errors.Is(err, redis.Nil) {
+		r.breaker.RecordSuccess()
+		return nil
+	}
+	r.breaker.RecordFailure()
+	return err
+}
+
+var errOpen = errors.New("trending: breaker open")
+
+// apply sends one batch. A nil error means Redis holds the batch's counts
+// (now or from an earlier attempt).
+func (r *Ranking) apply(ctx context.Context, b *batch) error {
+	keys := []string{r.cfg.Prefix + "seq:" + r.cfg.Node}
+	ttls := []any{}
+	index := map[string]int{}
+	keyOf := func(k string, ttl time.Duration) string {
+		i, ok := index[k]
+		if !ok {
+			keys = append(keys, k)
+			ttls = append(ttls, int64(ttl/time.Second))
+			i = len(keys)
+			index[k] = i
+		}
+		return strconv.Itoa(i)
+	}
+	type inc struct{ key, member string }
+	incs := map[inc]uint64{}
+	for s, n := range b.Counts {
+		for _, w := range windows() {
+			incs[inc{keyOf(w.res.key(r.cfg.Prefix, w.res.ofMinute(s.Minute)), w.res.ttl), s.Code}] += n
+		}
+		incs[inc{keyOf(totalKey(r.cfg.Prefix, s.Minute), 15*time.Minute), ""}] += n
+	}
+	args := append([]any{b.Seq, int64(markTTL / time.Second)}, ttls...)
+	for i, n := range incs {
+		args = append(args, i.key, i.member, n)
+	}
+	b.Sent = true
+	var fresh int64
+	err := r.call(ctx, func(ctx context.Context) error {
+		var err error
+		fresh, err = applyScript.Run(ctx, r.rdb, keys, args...).Int64()
+		return err
+	})
+	if err == nil {
+		if fresh == 1 {
+			r.m.batches.WithLabelValues("applied").Inc()
+		} else {
+			r.m.batches.WithLabelValues("duplicate").Inc()
+		}
+	}
+	return err
+}
+
+// ranked is a window's top codes as Redis counts them.
+type ranked struct {
+	counts []Count
+	from   time.Time
+	asOf   time.Time
+}
+
+// read reads window w's top codes from Redis: the union of its buckets,
+// stored and read and dropped in one transaction.
+func (r *Ranking) read(ctx context.Context, w window, now time.Time) (ranked, error) {
+	first := w.first(now)
+	keys := make([]string, 0, w.buckets)
+	for b := first; b < first+w.buckets; b++ {
+		keys = append(keys, w.res.key(r.cfg.Prefix, b))
+	}
+	tmp := r.cfg.Prefix + "union:" + r.cfg.Node + ":" + w.name
+	var zs *redis.ZSliceCmd
+	err := r.call(ctx, func(ctx context.Context) error {
+		_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.ZUnionStore(ctx, tmp, &redis.ZStore{Keys: keys})
+			zs = p.ZRevRangeWithScores(ctx, tmp, 0, fetch-1)
+			p.Del(ctx, tmp)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return ranked{}, fmt.Errorf("read trending %s: %w", w.name, err)
+	}
+	out := ranked{from: w.res.start(first), asOf: now}
+	for _, z := range zs.Val() {
+		code, _ := z.Member.(string)
+		out.counts = append(out.counts, Count{Key: code, Count: uint64(z.Score)})
+	}
+	sortCounts(out.counts)
+	return out, nil
+}
+
+// totals reads how many clicks every instance sent for the minutes
+// [first, last].
+func (r *Ranking) totals(ctx context.Context, first, last int64) (uint64, error) {
+	keys := make([]string, 0, last-first+1)
+	for m := first; m <= last; m++ {
+		keys = append(keys, totalKey(r.cfg.Prefix, m))
+	}
+	var vals []any
+	err := r.call(ctx, func(ctx context.Context) error {
+		var err error
+		vals, err = r.rdb.MGet(ctx, keys...).Result()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read trending totals: %w", err)
+	}
+	var sum uint64
+	for _, v := range vals {
+		if s, ok := v.(string); ok {
+			n, _ := strconv.ParseUint(s, 10, 64)
+			sum += n
+		}
+	}
+	return sum, nil
+}
+
+// remove drops codes from every live bucket of every window: links found
+// deleted or expired, so they stop taking places in the ranking.
+func (r *Ranking) remove(ctx context.Context, codes []string, now time.Time) error {
+	members := make([]any, len(codes))
+	for i, c := range codes {
+		members[i] = c
+	}
+	return r.call(ctx, func(ctx context.Context) error {
+		_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, w := range windows() {
+				live := int64(w.res.ttl / w.res.width)
+				last := w.res.bucket(now)
+				for b := last - live; b <= last; b++ {
+					p.ZRem(ctx, w.res.key(r.cfg.Prefix, b), members...)
+				}
+			}
+			return nil
+		})
+		return err
+	})
+}
