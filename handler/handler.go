@@ -80,6 +80,8 @@ type Config struct {
 	// IdempotencyTTL is how long an Idempotency-Key replays its first
 	// answer.
 	IdempotencyTTL time.Duration
+	// TrendingKeyed makes GET /api/v1/trending need an API key.
+	TrendingKeyed bool
 }
 
 // Deps are the collaborators the handler calls.
@@ -93,6 +95,7 @@ type Deps struct {
 	Lister      Lister       // GET /api/v1/links; nil: not available
 	Ready       Pinger       // readiness: can the instance serve?
 	Metrics     http.Handler // GET /metrics; nil: not served
+	Trending    Trender      // GET /api/v1/trending; nil: 404
 	Log         *slog.Logger
 	Now         func() time.Time
 }
@@ -149,6 +152,12 @@ func New(cfg Config, d Deps) *Handler {
 	api.GET("/links", h.list, h.identify, h.requireKey)
 	api.GET("/links/:code", h.show, h.identify, h.requireKey)
 	api.DELETE("/links/:code", h.remove, h.identify, h.requireKey)
+	// trending: public unless the configuration asks for a key.
+	if cfg.TrendingKeyed {
+		api.GET("/trending", h.trending, h.identify, h.requireKey)
+	} else {
+		api.GET("/trending", h.trending)
+	}
 	e.GET("/:code", h.redirect)
 	e.HEAD("/:code", h.redirect)
 	h.e = e

@@ -22,6 +22,12 @@ type slot struct {
 // replay after a crash) counts once. Batches are applied in sequence order.
 type batch struct {
 	Seq int64
+	// Node is the node whose sequence Seq belongs to: empty for this
+	// instance's own batches; a spool replayed under another node name
+	// (an automatic node ID that changed across the restart) keeps the
+	// name it was written under, so its batches are still judged against
+	// the right mark.
+	Node string
 	// Sent is set before the first attempt: from then on the batch may
 	// have been applied, and new clicks go to a new batch rather than
 	// into this one (they would be skipped with it).
@@ -83,12 +89,14 @@ func (q *queue) pop() {
 // spoolFile is the spool's format: the queue as it stood, so a restarted
 // instance replays exactly what the crashed one had not yet seen applied.
 type spoolFile struct {
+	Node    string       `json:"node"`
 	LastSeq int64        `json:"last_seq"`
 	Batches []spoolBatch `json:"batches"`
 }
 
 type spoolBatch struct {
 	Seq    int64        `json:"seq"`
+	Node   string       `json:"node,omitempty"`
 	Counts []spoolCount `json:"counts"`
 }
 
@@ -101,7 +109,7 @@ type spoolCount struct {
 // save writes the queue to path atomically (a temporary file renamed over
 // it), or removes the file when the queue is empty. A process killed at
 // any point leaves either the old spool or the new one.
-func (q *queue) save(path string) error {
+func (q *queue) save(path, node string) error {
 	if path == "" || !q.dirty {
 		return nil
 	}
@@ -112,9 +120,9 @@ func (q *queue) save(path string) error {
 		q.dirty = false
 		return nil
 	}
-	f := spoolFile{LastSeq: q.lastSeq}
+	f := spoolFile{Node: node, LastSeq: q.lastSeq}
 	for _, b := range q.batches {
-		sb := spoolBatch{Seq: b.Seq, Counts: make([]spoolCount, 0, len(b.Counts))}
+		sb := spoolBatch{Seq: b.Seq, Node: b.Node, Counts: make([]spoolCount, 0, len(b.Counts))}
 		for s, n := range b.Counts {
 			sb.Counts = append(sb.Counts, spoolCount{s.Code, s.Minute, n})
 		}
@@ -141,7 +149,7 @@ func (q *queue) save(path string) error {
 // load reads a spool written by save; a missing file is an empty queue.
 // Every loaded batch counts as sent: the crashed instance may have applied
 // it, and only its sequence number can tell.
-func (q *queue) load(path string) error {
+func (q *queue) load(path, node string) error {
 	if path == "" {
 		return nil
 	}
@@ -156,9 +164,15 @@ func (q *queue) load(path string) error {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return fmt.Errorf("decode spool %s: %w", path, err)
 	}
-	q.lastSeq = max(q.lastSeq, f.LastSeq)
+	if f.Node == node {
+		q.lastSeq = max(q.lastSeq, f.LastSeq)
+	}
 	for _, sb := range f.Batches {
-		b := &batch{Seq: sb.Seq, Sent: true, Counts: make(map[slot]uint64, len(sb.Counts))}
+		owner := sb.Node
+		if owner == "" && f.Node != node {
+			owner = f.Node
+		}
+		b := &batch{Seq: sb.Seq, Node: owner, Sent: true, Counts: make(map[slot]uint64, len(sb.Counts))}
 		for _, c := range sb.Counts {
 			b.Counts[slot{c.Code, c.Minute}] += c.N
 		}

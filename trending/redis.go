@@ -103,7 +103,11 @@ var errOpen = errors.New("trending: breaker open")
 // apply sends one batch. A nil error means Redis holds the batch's counts
 // (now or from an earlier attempt).
 func (r *Ranking) apply(ctx context.Context, b *batch) error {
-	keys := []string{r.cfg.Prefix + "seq:" + r.cfg.Node}
+	node := r.cfg.Node
+	if b.Node != "" {
+		node = b.Node
+	}
+	keys := []string{r.cfg.Prefix + "seq:" + node}
 	ttls := []any{}
 	index := map[string]int{}
 	keyOf := func(k string, ttl time.Duration) string {

@@ -166,7 +166,7 @@ func New(cfg Config, res Resolver, now func() time.Time, log *slog.Logger, reg p
 		r.overlay[i] = map[int64]*TopK{}
 	}
 	r.breaker = newBreaker(cfg, m, log)
-	if err := r.q.load(cfg.Spool); err != nil {
+	if err := r.q.load(cfg.Spool, cfg.Node); err != nil {
 		r.rdb.Close()
 		return nil, fmt.Errorf("new trending: %w", err)
 	}
@@ -264,7 +264,7 @@ func (r *Ranking) step(ctx context.Context) {
 }
 
 func (r *Ranking) saveSpool() {
-	if err := r.q.save(r.cfg.Spool); err != nil {
+	if err := r.q.save(r.cfg.Spool, r.cfg.Node); err != nil {
 		r.log.Error("trending spool", "err", err)
 	}
 }

@@ -57,6 +57,11 @@ type Config struct {
 	NodeLeaseTTL  time.Duration
 	SelfHosts     []string
 	DenyHosts     []string
+
+	// Trending: who may read it, and where this instance keeps the
+	// clicks Redis has not taken yet.
+	TrendingKeyed bool
+	TrendingSpool string
 }
 
 // envFlags binds flags whose defaults come from environment variables and
@@ -168,6 +173,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.int(&c.CreateBurst, "create-burst", "SHORTENER_CREATE_BURST", 200, "links a client address may create at once above the rate")
 	e.boolean(&c.Anonymous, "anonymous-create", "SHORTENER_ANONYMOUS_CREATE", true, "let clients without an API key create links")
 	e.str(&c.APIKey, "api-key", "SHORTENER_API_KEY", "", "an API key from the configuration, besides those made with 'shortener keys create' (X-Api-Key)")
+	e.boolean(&c.TrendingKeyed, "trending-keyed", "SHORTENER_TRENDING_KEYED", false, "GET /api/v1/trending needs an API key")
+	e.str(&c.TrendingSpool, "trending-spool", "SHORTENER_TRENDING_SPOOL", "", "file keeping the clicks counted during a Redis outage until they are merged back, so a restart does not lose them (empty: memory only)")
 	e.str(&c.AdminKey, "admin-key", "SHORTENER_ADMIN_KEY", "", "an admin API key from the configuration: manages every link")
 
 	if err := fs.Parse(args); err != nil {
@@ -237,6 +244,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("mysql_max_open", c.MySQLMaxOpen), slog.String("mysql_timeout", c.MySQLTimeout.String()),
 		slog.String("redis_master", c.RedisMaster), slog.Any("redis_sentinels", c.RedisSentinels),
 		slog.String("redis_password", pw), slog.Bool("code_key_default", c.CodeKey == idgen.DefaultKey), slog.Bool("api_key_set", c.APIKey != ""), slog.Bool("admin_key_set", c.AdminKey != ""),
+		slog.Bool("trending_keyed", c.TrendingKeyed), slog.String("trending_spool", c.TrendingSpool),
 		slog.Int("l1_size", c.L1Size), slog.String("l1_ttl", c.L1TTL.String()), slog.String("redis_timeout", c.RedisTimeout.String()),
 		slog.Int("redis_pool", c.RedisPoolSize), slog.String("breaker_delay", c.BreakerDelay.String()),
 		slog.Uint64("breaker_failures", uint64(c.BreakerFailures)), slog.Uint64("breaker_window", uint64(c.BreakerWindow)),

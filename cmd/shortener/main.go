@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"shortener/handler"
 	"shortener/idgen"
 	"shortener/store"
+	"shortener/trending"
 )
 
 func main() {
@@ -136,6 +138,26 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	go func() { cacheDone <- c.Run(cctx) }()
 	defer func() { stopCache(); <-cacheDone }() // before Redis closes
 
+	trend, err := trending.New(trending.Config{
+		MasterName:      cfg.RedisMaster,
+		SentinelAddrs:   cfg.RedisSentinels,
+		Password:        cfg.RedisPassword,
+		Timeout:         cfg.RedisTimeout,
+		BreakerFailures: cfg.BreakerFailures,
+		BreakerWindow:   cfg.BreakerWindow,
+		BreakerDelay:    cfg.BreakerDelay,
+		Node:            "node-" + strconv.FormatInt(cfg.NodeID, 10),
+		Spool:           cfg.TrendingSpool,
+	}, c, time.Now, log, reg)
+	if err != nil {
+		return err
+	}
+	defer trend.Close()
+	tctx, stopTrending := context.WithCancel(context.WithoutCancel(ctx))
+	trendingDone := make(chan error, 1)
+	go func() { trendingDone <- trend.Run(tctx) }()
+	defer func() { stopTrending(); <-trendingDone }() // last flush and spool, before Redis closes
+
 	// Keys are checked against the last list read, never waiting on MySQL;
 	// the first list is read here so the first requests find one.
 	keyring := handler.NewKeyring(st, []string{cfg.APIKey}, []string{cfg.AdminKey}, 5*time.Second, time.Now, log)
@@ -144,7 +166,8 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	}
 	h := handler.New(handler.Config{BaseURL: cfg.BaseURL, Instance: cfg.Instance, AnonymousCreate: cfg.Anonymous,
 		CreateRate: cfg.CreateRate, CreateBurst: cfg.CreateBurst, IdempotencyTTL: cfg.IdemTTL,
-		Policy: handler.NewURLPolicy(cfg.BaseURL, cfg.SelfHosts, cfg.DenyHosts)}, handler.Deps{
+		TrendingKeyed: cfg.TrendingKeyed,
+		Policy:        handler.NewURLPolicy(cfg.BaseURL, cfg.SelfHosts, cfg.DenyHosts)}, handler.Deps{
 		Resolver:    c,
 		Links:       st,
 		Warmer:      c,
@@ -154,6 +177,7 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 		Lister:      st,
 		Ready:       st,
 		Metrics:     promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
+		Trending:    trend,
 		Log:         log,
 	})
 	ln, err := net.Listen("tcp", cfg.Addr)
