@@ -27,13 +27,10 @@ import (
 	"fmt"
 	"log/slog"
 	"shortener"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -84,43 +81,33 @@ type Config struct {
 	InvalidationGrace time.Duration
 }
 
-func (c *Config) defaults() {
-	if c.Timeout <= 0 {
-		c.Timeout = 50 * time.Millisecond
+// validate reports every setting New cannot work with, all at once. The
+// defaults live with the configuration (cmd/shortener); a zero here is a
+// wiring mistake, not a request for a default.
+func (c Config) validate() error {
+	var errs []error
+	if c.MasterName == "" || len(c.SentinelAddrs) == 0 {
+		errs = append(errs, errors.New("master name and sentinel addresses are required"))
 	}
-	if c.PoolSize <= 0 {
-		c.PoolSize = 32
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"Timeout", c.Timeout}, {"TTL", c.TTL}, {"L1TTL", c.L1TTL}, {"L1NegativeTTL", c.L1NegativeTTL},
+		{"BreakerDelay", c.BreakerDelay}, {"ReplayInterval", c.ReplayInterval}, {"InvalidationGrace", c.InvalidationGrace},
+	} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.v))
+		}
 	}
-	if c.TTL <= 0 {
-		c.TTL = 24 * time.Hour
+	if c.PoolSize <= 0 || c.L1Size <= 0 {
+		errs = append(errs, fmt.Errorf("PoolSize (%d) and L1Size (%d) must be positive", c.PoolSize, c.L1Size))
 	}
-	if c.L1Size <= 0 {
-		c.L1Size = 100_000
+	if c.BreakerFailures < 1 || c.BreakerWindow < c.BreakerFailures || c.BreakerSuccesses < 1 {
+		errs = append(errs, fmt.Errorf("breaker: need 1 <= failures (%d) <= window (%d) and successes (%d) >= 1",
+			c.BreakerFailures, c.BreakerWindow, c.BreakerSuccesses))
 	}
-	if c.L1TTL <= 0 {
-		c.L1TTL = 5 * time.Second
-	}
-	if c.L1NegativeTTL <= 0 {
-		c.L1NegativeTTL = time.Second
-	}
-	if c.BreakerFailures == 0 {
-		c.BreakerFailures = 5
-	}
-	if c.BreakerWindow < c.BreakerFailures {
-		c.BreakerWindow = 2 * c.BreakerFailures
-	}
-	if c.BreakerDelay <= 0 {
-		c.BreakerDelay = time.Second
-	}
-	if c.BreakerSuccesses == 0 {
-		c.BreakerSuccesses = 3
-	}
-	if c.ReplayInterval <= 0 {
-		c.ReplayInterval = 500 * time.Millisecond
-	}
-	if c.InvalidationGrace <= 0 {
-		c.InvalidationGrace = 3 * time.Second
-	}
+	return errors.Join(errs...)
 }
 
 // Cache resolves codes to links. It is safe for concurrent use; Run must
@@ -142,9 +129,8 @@ type Cache struct {
 // New returns a Cache in front of origin; Redis is connected lazily.
 // Metrics are registered on reg.
 func New(cfg Config, origin Origin, outbox Outbox, log *slog.Logger, reg prometheus.Registerer) (*Cache, error) {
-	cfg.defaults()
-	if cfg.MasterName == "" || len(cfg.SentinelAddrs) == 0 {
-		return nil, errors.New("new cache: master name and sentinel addresses are required")
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("new cache: %w", err)
 	}
 	m, err := newMetrics(reg)
 	if err != nil {
@@ -188,9 +174,6 @@ func (c *Cache) Run(ctx context.Context) error {
 	wg.Wait()
 	return nil
 }
-
-// key is the Redis key of a code.
-func key(code string) string { return "link:" + code }
 
 // Resolve returns the link for code, which may be expired or deleted (the
 // caller decides what Gone means). It tries L1, then a Redis replica, then
@@ -252,30 +235,6 @@ func (c *Cache) fromRedis(ctx context.Context, code string) (shortener.Link, str
 	return l, res
 }
 
-func (c *Cache) lookupRedis(ctx context.Context, code string) (shortener.Link, string) {
-	if !c.read.allow() {
-		return shortener.Link{}, resultSkipped
-	}
-	val, err := run(ctx, c.read, func(ctx context.Context, r *redis.Client) (string, error) {
-		return r.Get(ctx, key(code)).Result()
-	})
-	switch {
-	case errors.Is(err, redis.Nil):
-		return shortener.Link{}, resultMiss
-	case err != nil:
-		c.log.Debug("redis lookup failed", "code", code, "err", err)
-		return shortener.Link{}, resultError
-	}
-	l, err := decode(code, val)
-	if err != nil {
-		// A value this version cannot read is a miss; the fill that
-		// follows overwrites it.
-		c.log.Warn("undecodable redis entry", "code", code, "err", err)
-		return shortener.Link{}, resultMiss
-	}
-	return l, resultHit
-}
-
 // fromOrigin asks MySQL, sharing one query among concurrent lookups of the
 // same code. The query runs detached from any one caller's cancellation,
 // under the store's own deadline, so one impatient client cannot fail the
@@ -317,10 +276,7 @@ func (c *Cache) Add(ctx context.Context, l shortener.Link) {
 		ttl = min(ttl, l.ExpiresAt.Sub(now))
 	}
 	if c.write.breaker.IsClosed() && c.write.allow() {
-		_, err := run(ctx, c.write, func(ctx context.Context, r *redis.Client) (string, error) {
-			return r.Set(ctx, key(l.Code), encode(l), ttl).Result()
-		})
-		if err != nil {
+		if err := c.write.setLink(ctx, l, ttl); err != nil {
 			c.m.fills.WithLabelValues("error").Inc()
 			c.log.Debug("redis fill failed", "code", l.Code, "err", err)
 			return
@@ -329,34 +285,4 @@ func (c *Cache) Add(ctx context.Context, l shortener.Link) {
 		return
 	}
 	c.m.fills.WithLabelValues("skipped").Inc()
-}
-
-// encode writes a link as "v1 <redirect> <expires unix ms> <url>": the
-// entry carries its own expiry, so a stale TTL can never outlive it.
-func encode(l shortener.Link) string {
-	var exp int64
-	if !l.ExpiresAt.IsZero() {
-		exp = l.ExpiresAt.UnixMilli()
-	}
-	return "v1 " + strconv.Itoa(l.Redirect) + " " + strconv.FormatInt(exp, 10) + " " + l.URL
-}
-
-func decode(code, val string) (shortener.Link, error) {
-	parts := strings.SplitN(val, " ", 4)
-	if len(parts) != 4 || parts[0] != "v1" {
-		return shortener.Link{}, errors.New("unknown format")
-	}
-	redirect, err := strconv.Atoi(parts[1])
-	if err != nil {
-		return shortener.Link{}, fmt.Errorf("redirect: %w", err)
-	}
-	exp, err := strconv.ParseInt(parts[2], 10, 64)
-	if err != nil {
-		return shortener.Link{}, fmt.Errorf("expiry: %w", err)
-	}
-	l := shortener.Link{Code: code, URL: parts[3], Redirect: redirect}
-	if exp != 0 {
-		l.ExpiresAt = time.UnixMilli(exp).UTC()
-	}
-	return l, nil
 }

@@ -104,12 +104,59 @@ func testLinks(n int) *fakeOrigin {
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// testConfig is a complete Config, the production values of cmd/shortener
+// but for the Sentinel addresses (a closed port), changed by each mod.
+func testConfig(mods ...func(*Config)) Config {
+	cfg := Config{
+		MasterName: "shortener", SentinelAddrs: []string{"127.0.0.1:1"},
+		Timeout: testTimeout, PoolSize: 32, TTL: 24 * time.Hour,
+		L1Size: 100_000, L1TTL: 5 * time.Second, L1NegativeTTL: time.Second,
+		BreakerFailures: 5, BreakerWindow: 10, BreakerDelay: time.Second, BreakerSuccesses: 3,
+		ReplayInterval: 500 * time.Millisecond, InvalidationGrace: 3 * time.Second,
+	}
+	for _, mod := range mods {
+		mod(&cfg)
+	}
+	return cfg
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := testConfig().validate(); err != nil {
+		t.Fatalf("complete config: %v", err)
+	}
+	tests := []struct {
+		name string
+		mod  func(*Config)
+		want string
+	}{
+		{"no sentinels", func(c *Config) { c.SentinelAddrs = nil }, "sentinel addresses"},
+		{"no master name", func(c *Config) { c.MasterName = "" }, "master name"},
+		{"zero timeout", func(c *Config) { c.Timeout = 0 }, "Timeout must be positive"},
+		{"zero TTL", func(c *Config) { c.TTL = 0 }, "TTL must be positive"},
+		{"zero L1 TTL", func(c *Config) { c.L1TTL = 0 }, "L1TTL must be positive"},
+		{"zero negative TTL", func(c *Config) { c.L1NegativeTTL = 0 }, "L1NegativeTTL must be positive"},
+		{"zero breaker delay", func(c *Config) { c.BreakerDelay = 0 }, "BreakerDelay must be positive"},
+		{"zero replay", func(c *Config) { c.ReplayInterval = 0 }, "ReplayInterval must be positive"},
+		{"zero grace", func(c *Config) { c.InvalidationGrace = 0 }, "InvalidationGrace must be positive"},
+		{"zero pool", func(c *Config) { c.PoolSize = 0 }, "PoolSize (0)"},
+		{"zero L1 size", func(c *Config) { c.L1Size = 0 }, "L1Size (0)"},
+		{"no failures", func(c *Config) { c.BreakerFailures = 0 }, "failures (0)"},
+		{"window below failures", func(c *Config) { c.BreakerWindow = 4 }, "window (4)"},
+		{"no successes", func(c *Config) { c.BreakerSuccesses = 0 }, "successes (0)"},
+	}
+	for _, tt := range tests {
+		_, err := New(testConfig(tt.mod), testLinks(1), nil, quietLog(), prometheus.NewRegistry())
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got error %v, want one containing %q", tt.name, err, tt.want)
+		}
+	}
+}
+
 // newOfflineCache is a Cache whose Redis is a closed port: every Redis
 // call fails at once, which is all the unit tests of L1 and singleflight
 // need.
 func newOfflineCache(tb testing.TB, origin Origin, cfg Config) *Cache {
 	tb.Helper()
-	cfg.MasterName, cfg.SentinelAddrs = "shortener", []string{"127.0.0.1:1"}
 	c, err := New(cfg, origin, nil, quietLog(), prometheus.NewRegistry())
 	if err != nil {
 		tb.Fatal(err)
@@ -123,7 +170,6 @@ func newTestCache(tb testing.TB, cfg Config) (*Cache, *fakeOrigin, *stack.Stack)
 	s := stacktest.Start(tb)
 	origin := testLinks(20)
 	cfg.MasterName, cfg.SentinelAddrs = s.MasterName(), s.SentinelAddrs()
-	cfg.Timeout = testTimeout
 	c, err := New(cfg, origin, &fakeOutbox{}, quietLog(), prometheus.NewRegistry())
 	if err != nil {
 		tb.Fatal(err)
@@ -143,7 +189,7 @@ func count(c *prometheus.CounterVec, labels ...string) float64 {
 
 func TestL1AndNegativeEntries(t *testing.T) {
 	origin := testLinks(3)
-	c := newOfflineCache(t, origin, Config{L1TTL: time.Hour, L1NegativeTTL: time.Hour})
+	c := newOfflineCache(t, origin, testConfig(func(c *Config) { c.L1TTL, c.L1NegativeTTL = time.Hour, time.Hour }))
 	ctx := context.Background()
 	for range 10 {
 		if l, err := c.Resolve(ctx, "c1"); err != nil || l.URL != "https://example.com/c1" {
@@ -182,7 +228,7 @@ func (g *gatedOrigin) Link(ctx context.Context, code string) (shortener.Link, er
 
 func TestSingleflight(t *testing.T) {
 	g := &gatedOrigin{fakeOrigin: *testLinks(1), gate: make(chan struct{})}
-	c := newOfflineCache(t, g, Config{})
+	c := newOfflineCache(t, g, testConfig())
 	const n = 50
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -234,7 +280,7 @@ func TestPendingSetReplace(t *testing.T) {
 }
 
 func TestOnSentinelEvent(t *testing.T) {
-	c := newOfflineCache(t, testLinks(1), Config{})
+	c := newOfflineCache(t, testLinks(1), testConfig())
 	c.onSentinelEvent("+odown", "master other 127.0.0.1 1 #quorum 2/2")
 	if r, w := c.BreakerStates(); w != "closed" || r != "closed" {
 		t.Fatalf("odown of another master moved breakers: read %s write %s", r, w)
@@ -256,7 +302,7 @@ func TestOnSentinelEvent(t *testing.T) {
 // TestCacheAside walks the tiers on real servers: origin, then L1, then
 // (with L1 expired) a Redis replica.
 func TestCacheAside(t *testing.T) {
-	c, origin, _ := newTestCache(t, Config{L1TTL: 100 * time.Millisecond})
+	c, origin, _ := newTestCache(t, testConfig(func(c *Config) { c.L1TTL = 100 * time.Millisecond }))
 	ctx := context.Background()
 	if _, err := c.Resolve(ctx, "c1"); err != nil {
 		t.Fatal(err)
@@ -300,7 +346,7 @@ func TestCacheAside(t *testing.T) {
 // go-redis reads from the master, which the test sees in the master's own
 // keyspace_hits.
 func TestNoReplicaReachable(t *testing.T) {
-	c, origin, s := newTestCache(t, Config{L1TTL: time.Millisecond})
+	c, origin, s := newTestCache(t, testConfig(func(c *Config) { c.L1TTL = time.Millisecond }))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for code := range origin.links {
@@ -353,7 +399,7 @@ func TestNoReplicaReachable(t *testing.T) {
 // probes, with no Sentinel event: fills are skipped while it is open, so
 // nothing else would give it trial calls.
 func TestWriteBreakerRecoversWithoutEvents(t *testing.T) {
-	c, _, _ := newTestCache(t, Config{BreakerDelay: 200 * time.Millisecond, ReplayInterval: 50 * time.Millisecond})
+	c, _, _ := newTestCache(t, testConfig(func(c *Config) { c.BreakerDelay, c.ReplayInterval = 200*time.Millisecond, 50*time.Millisecond }))
 	c.write.breaker.Open()
 	deadline := time.Now().Add(10 * time.Second)
 	for !c.write.breaker.IsClosed() {

@@ -3,7 +3,11 @@ package cache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"shortener"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/failsafe-go/failsafe-go/circuitbreaker"
@@ -94,3 +98,73 @@ func run[T any](ctx context.Context, n *node, fn func(context.Context, *redis.Cl
 
 // state names the breaker's state: closed, open or half-open.
 func (n *node) state() string { return n.breaker.State().String() }
+
+// Links in Redis: one string per code, under key(code), written by
+// setLink and read by lookupRedis, in the format of encode.
+
+// key is the Redis key of a code.
+func key(code string) string { return "link:" + code }
+
+// lookupRedis reads code from a replica, when the read breaker allows it;
+// fromRedis counts the outcome.
+func (c *Cache) lookupRedis(ctx context.Context, code string) (shortener.Link, string) {
+	if !c.read.allow() {
+		return shortener.Link{}, resultSkipped
+	}
+	val, err := run(ctx, c.read, func(ctx context.Context, r *redis.Client) (string, error) {
+		return r.Get(ctx, key(code)).Result()
+	})
+	switch {
+	case errors.Is(err, redis.Nil):
+		return shortener.Link{}, resultMiss
+	case err != nil:
+		c.log.Debug("redis lookup failed", "code", code, "err", err)
+		return shortener.Link{}, resultError
+	}
+	l, err := decode(code, val)
+	if err != nil {
+		// A value this version cannot read is a miss; the fill that
+		// follows overwrites it.
+		c.log.Warn("undecodable redis entry", "code", code, "err", err)
+		return shortener.Link{}, resultMiss
+	}
+	return l, resultHit
+}
+
+// setLink writes l to the master for ttl.
+func (n *node) setLink(ctx context.Context, l shortener.Link, ttl time.Duration) error {
+	_, err := run(ctx, n, func(ctx context.Context, r *redis.Client) (string, error) {
+		return r.Set(ctx, key(l.Code), encode(l), ttl).Result()
+	})
+	return err
+}
+
+// encode writes a link as "v1 <redirect> <expires unix ms> <url>": the
+// entry carries its own expiry, so a stale TTL can never outlive it.
+func encode(l shortener.Link) string {
+	var exp int64
+	if !l.ExpiresAt.IsZero() {
+		exp = l.ExpiresAt.UnixMilli()
+	}
+	return "v1 " + strconv.Itoa(l.Redirect) + " " + strconv.FormatInt(exp, 10) + " " + l.URL
+}
+
+func decode(code, val string) (shortener.Link, error) {
+	parts := strings.SplitN(val, " ", 4)
+	if len(parts) != 4 || parts[0] != "v1" {
+		return shortener.Link{}, errors.New("unknown format")
+	}
+	redirect, err := strconv.Atoi(parts[1])
+	if err != nil {
+		return shortener.Link{}, fmt.Errorf("redirect: %w", err)
+	}
+	exp, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil {
+		return shortener.Link{}, fmt.Errorf("expiry: %w", err)
+	}
+	l := shortener.Link{Code: code, URL: parts[3], Redirect: redirect}
+	if exp != 0 {
+		l.ExpiresAt = time.UnixMilli(exp).UTC()
+	}
+	return l, nil
+}

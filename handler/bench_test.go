@@ -41,7 +41,10 @@ func BenchmarkRedirectL1Hit(b *testing.B) {
 	origin := oneLink{shortener.Link{Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
 	c, err := cache.New(cache.Config{
 		MasterName: "shortener", SentinelAddrs: []string{"127.0.0.1:1"}, // unreachable: L1 must answer
-		L1TTL: time.Hour,
+		Timeout: 50 * time.Millisecond, PoolSize: 4, TTL: time.Hour,
+		L1Size: 1000, L1TTL: time.Hour, L1NegativeTTL: time.Second,
+		BreakerFailures: 5, BreakerWindow: 10, BreakerDelay: time.Second, BreakerSuccesses: 3,
+		ReplayInterval: time.Second, InvalidationGrace: 3 * time.Second,
 	}, origin, nil, log, prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)
@@ -59,9 +62,12 @@ func BenchmarkRedirectBaseline(b *testing.B) {
 }
 
 func benchRedirect(b *testing.B, r handler.Resolver, links handler.Links, log *slog.Logger) {
-	h := handler.New(handler.Config{BaseURL: "http://sho.rt", Instance: "bench"}, handler.Deps{
+	h, err := handler.New(handler.Config{BaseURL: "http://sho.rt", Instance: "bench", IdempotencyTTL: time.Hour}, handler.Deps{
 		Resolver: r, Links: links, Log: log,
 	})
+	if err != nil {
+		b.Fatal(err)
+	}
 	req := httptest.NewRequest(http.MethodGet, "/AbC123xyz", nil)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req) // warm L1

@@ -8,6 +8,8 @@ package handler
 import (
 	"context"
 	_ "embed"
+	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
@@ -68,11 +70,10 @@ type Pinger interface {
 type Config struct {
 	BaseURL  string // prefix of short URLs, e.g. "http://127.0.0.1:8080"
 	Instance string // name sent in X-Served-By, e.g. "app1"
-	MaxBody  int64  // request body limit in bytes
 	// AnonymousCreate lets clients without an API key create links.
 	AnonymousCreate bool
 	// CreateRate limits link creation per client address (per second,
-	// with CreateBurst at once); 0 turns the limit off.
+	// with CreateBurst, at least 1, at once); 0 turns the limit off.
 	CreateRate  float64
 	CreateBurst int
 	// Policy decides which target URLs are accepted.
@@ -109,13 +110,29 @@ type Handler struct {
 	e      *echo.Echo
 }
 
-// New returns a Handler with every route registered.
-func New(cfg Config, d Deps) *Handler {
-	if cfg.MaxBody <= 0 {
-		cfg.MaxBody = 8 << 10
+// maxBody caps request bodies: a create is a small JSON object. nginx's
+// client_max_body_size is above it, so an oversized body gets this
+// handler's JSON 413, not nginx's page.
+const maxBody = 8 << 10
+
+// validate reports the settings New cannot work with. The defaults live
+// with the configuration (cmd/shortener), not here.
+func (c Config) validate() error {
+	var errs []error
+	if c.IdempotencyTTL <= 0 {
+		errs = append(errs, fmt.Errorf("idempotency TTL must be positive, got %s", c.IdempotencyTTL))
 	}
-	if cfg.IdempotencyTTL <= 0 {
-		cfg.IdempotencyTTL = 24 * time.Hour
+	if c.CreateRate < 0 || (c.CreateRate > 0 && c.CreateBurst < 1) {
+		errs = append(errs, fmt.Errorf("create limit: need rate (%g) >= 0 and, while limited, burst (%d) >= 1", c.CreateRate, c.CreateBurst))
+	}
+	return errors.Join(errs...)
+}
+
+// New returns a Handler with every route registered, or an error naming
+// the settings of cfg that it cannot work with.
+func New(cfg Config, d Deps) (*Handler, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("new handler: %w", err)
 	}
 	if d.Now == nil {
 		d.Now = time.Now
@@ -161,7 +178,7 @@ func New(cfg Config, d Deps) *Handler {
 	e.GET("/:code", h.redirect)
 	e.HEAD("/:code", h.redirect)
 	h.e = e
-	return h
+	return h, nil
 }
 
 // ServeHTTP makes Handler an http.Handler.
@@ -243,7 +260,7 @@ func (h *Handler) createLimit() echo.MiddlewareFunc {
 	retry := strconv.Itoa(max(1, int(math.Ceil(1/h.cfg.CreateRate))))
 	return middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
 		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
-			Rate: rate.Limit(h.cfg.CreateRate), Burst: max(1, h.cfg.CreateBurst), ExpiresIn: 3 * time.Minute,
+			Rate: rate.Limit(h.cfg.CreateRate), Burst: h.cfg.CreateBurst, ExpiresIn: 3 * time.Minute,
 		}),
 		IdentifierExtractor: func(c echo.Context) (string, error) { return c.RealIP(), nil },
 		DenyHandler: func(c echo.Context, _ string, _ error) error {

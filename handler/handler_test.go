@@ -140,12 +140,46 @@ func newTestHandler(f *fakeLinks) *Handler {
 }
 
 func newTestHandlerInv(f *fakeLinks, inv Invalidator) *Handler {
-	return New(Config{BaseURL: "http://sho.rt", Instance: "app9", AnonymousCreate: true, Policy: NewURLPolicy("http://sho.rt", nil, nil)}, Deps{
+	return mustNew(Config{BaseURL: "http://sho.rt", Instance: "app9", AnonymousCreate: true, Policy: NewURLPolicy("http://sho.rt", nil, nil)}, Deps{
 		Resolver: f, Links: f, IDs: &seqIDs{}, Ready: f, Invalidator: inv,
 		Keys:   NewKeyring(nil, []string{"k3y", "other-k3y"}, []string{"adm1n"}, time.Second, time.Now, nil),
 		Lister: f,
 		Log:    discardLogger(), Now: func() time.Time { return now },
 	})
+}
+
+// mustNew is New for a test's configuration, with a day's idempotency TTL
+// when cfg leaves it zero. It panics on an error: a fixture that cannot be
+// built is a bug in the test.
+func mustNew(cfg Config, d Deps) *Handler {
+	if cfg.IdempotencyTTL == 0 {
+		cfg.IdempotencyTTL = 24 * time.Hour
+	}
+	h, err := New(cfg, d)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no idempotency TTL", Config{}, "idempotency TTL must be positive"},
+		{"negative rate", Config{IdempotencyTTL: time.Hour, CreateRate: -1}, "rate (-1)"},
+		{"rate without burst", Config{IdempotencyTTL: time.Hour, CreateRate: 5}, "burst (0)"},
+	}
+	for _, tt := range tests {
+		if _, err := New(tt.cfg, Deps{Log: discardLogger()}); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: got error %v, want one containing %q", tt.name, err, tt.want)
+		}
+	}
+	if _, err := New(Config{IdempotencyTTL: time.Hour}, Deps{Log: discardLogger()}); err != nil {
+		t.Errorf("unlimited creates: %v", err)
+	}
 }
 
 func do(h http.Handler, method, path, body string, header ...string) *httptest.ResponseRecorder {
@@ -409,7 +443,7 @@ func (f *fixedIDs) Next() (int64, string) {
 func TestCreateRetriesTakenCode(t *testing.T) {
 	f := newFakeLinks()
 	f.links["taken"] = shortener.Link{Code: "taken", URL: "https://old.example/"}
-	h := New(Config{BaseURL: "http://sho.rt", AnonymousCreate: true}, Deps{Resolver: f, Links: f, IDs: &fixedIDs{codes: []string{"taken", "fresh"}}, Log: discardLogger()})
+	h := mustNew(Config{BaseURL: "http://sho.rt", AnonymousCreate: true}, Deps{Resolver: f, Links: f, IDs: &fixedIDs{codes: []string{"taken", "fresh"}}, Log: discardLogger()})
 	rec := do(h, "POST", "/api/v1/links", `{"url":"https://new.example/"}`)
 	if rec.Code != 201 || !strings.Contains(rec.Body.String(), `"code":"fresh"`) {
 		t.Fatalf("got %d %s, want 201 with the second code", rec.Code, rec.Body)
@@ -417,7 +451,7 @@ func TestCreateRetriesTakenCode(t *testing.T) {
 	if f.links["taken"].URL != "https://old.example/" {
 		t.Error("the taken code's link was overwritten")
 	}
-	h = New(Config{BaseURL: "http://sho.rt", AnonymousCreate: true}, Deps{Resolver: f, Links: f, IDs: &fixedIDs{codes: []string{"taken", "taken", "taken"}}, Log: discardLogger()})
+	h = mustNew(Config{BaseURL: "http://sho.rt", AnonymousCreate: true}, Deps{Resolver: f, Links: f, IDs: &fixedIDs{codes: []string{"taken", "taken", "taken"}}, Log: discardLogger()})
 	if rec := do(h, "POST", "/api/v1/links", `{"url":"https://new.example/"}`); rec.Code != 500 || errCode(t, rec) != CodeInternal {
 		t.Errorf("three taken codes: got %d %s, want 500 internal", rec.Code, rec.Body)
 	}
@@ -434,7 +468,7 @@ func TestIDTakenIsNotAliasTaken(t *testing.T) {
 		f := newFakeLinks()
 		f.links["old"] = shortener.Link{ID: 2, Code: "old", URL: "https://old.example/"}
 		// fixedIDs hands out IDs 2 then 1: the first is taken.
-		h := New(Config{BaseURL: "http://sho.rt", AnonymousCreate: true}, Deps{Resolver: f, Links: f, IDs: &fixedIDs{codes: []string{"first", "second", "third"}}, Log: discardLogger()})
+		h := mustNew(Config{BaseURL: "http://sho.rt", AnonymousCreate: true}, Deps{Resolver: f, Links: f, IDs: &fixedIDs{codes: []string{"first", "second", "third"}}, Log: discardLogger()})
 		rec := do(h, "POST", "/api/v1/links", tt.body)
 		if rec.Code != 201 || !strings.Contains(rec.Body.String(), `"code":"`+tt.code+`"`) {
 			t.Errorf("%s: got %d %s, want 201 with code %s", tt.name, rec.Code, rec.Body, tt.code)
@@ -569,7 +603,7 @@ func TestKeyring(t *testing.T) {
 
 func TestCreateNeedsKeyWhenAnonymousOff(t *testing.T) {
 	f := newFakeLinks()
-	h := New(Config{BaseURL: "http://sho.rt"}, Deps{Resolver: f, Links: f, IDs: &seqIDs{}, Log: discardLogger(),
+	h := mustNew(Config{BaseURL: "http://sho.rt"}, Deps{Resolver: f, Links: f, IDs: &seqIDs{}, Log: discardLogger(),
 		Keys: NewKeyring(nil, []string{"k3y"}, nil, time.Second, time.Now, nil)})
 	if rec := do(h, "POST", "/api/v1/links", `{"url":"https://example.com/"}`); rec.Code != 401 || errCode(t, rec) != CodeUnauthorized {
 		t.Errorf("anonymous create with the switch off: got %d %s, want 401", rec.Code, rec.Body)
@@ -584,7 +618,7 @@ func TestCreateNeedsKeyWhenAnonymousOff(t *testing.T) {
 
 func TestCreateRateLimit(t *testing.T) {
 	f := newFakeLinks()
-	h := New(Config{BaseURL: "http://sho.rt", AnonymousCreate: true, CreateRate: 1, CreateBurst: 3},
+	h := mustNew(Config{BaseURL: "http://sho.rt", AnonymousCreate: true, CreateRate: 1, CreateBurst: 3},
 		Deps{Resolver: f, Links: f, IDs: &seqIDs{}, Log: discardLogger()})
 	post := func(ip string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", "/api/v1/links", strings.NewReader(`{"url":"https://example.com/"}`))

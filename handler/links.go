@@ -52,7 +52,7 @@ func (h *Handler) response(l shortener.Link) linkResponse {
 // decodeJSON reads exactly one JSON object with no unknown fields from a
 // body capped at the configured size.
 func (h *Handler) decodeJSON(c echo.Context, v any) error {
-	body := http.MaxBytesReader(c.Response(), c.Request().Body, h.cfg.MaxBody)
+	body := http.MaxBytesReader(c.Response(), c.Request().Body, maxBody)
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

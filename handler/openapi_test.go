@@ -42,7 +42,7 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 			}
 		}
 	}
-	h := New(Config{AnonymousCreate: true, CreateRate: 1}, Deps{Metrics: http.NotFoundHandler(), Log: discardLogger()})
+	h := mustNew(Config{AnonymousCreate: true, CreateRate: 1, CreateBurst: 1}, Deps{Metrics: http.NotFoundHandler(), Log: discardLogger()})
 	param := regexp.MustCompile(`:([a-z]+)`)
 	served := map[string]bool{}
 	for _, r := range h.e.Routes() {

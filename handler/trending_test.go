@@ -56,7 +56,7 @@ func TestTrending(t *testing.T) {
 }
 
 func TestTrendingKeyed(t *testing.T) {
-	h := New(Config{BaseURL: "http://sho.rt", TrendingKeyed: true}, Deps{
+	h := mustNew(Config{BaseURL: "http://sho.rt", TrendingKeyed: true}, Deps{
 		Trending: &fakeTrender{},
 		Keys:     NewKeyring(nil, []string{"k3y"}, nil, time.Second, time.Now, nil),
 		Log:      discardLogger(),
@@ -68,7 +68,7 @@ func TestTrendingKeyed(t *testing.T) {
 	if rec.Code != 200 || rec.Header().Get("Cache-Control") != "private, max-age=1" {
 		t.Errorf("with a key: got %d, Cache-Control %q, want 200 private", rec.Code, rec.Header().Get("Cache-Control"))
 	}
-	if rec := do(New(Config{}, Deps{Log: discardLogger()}), "GET", "/api/v1/trending", ""); rec.Code != 404 {
+	if rec := do(mustNew(Config{}, Deps{Log: discardLogger()}), "GET", "/api/v1/trending", ""); rec.Code != 404 {
 		t.Errorf("without a ranking: got %d, want 404", rec.Code)
 	}
 }

@@ -22,27 +22,21 @@ type Config struct {
 	PIDFile     string
 	LogDir      string
 	TempDir     string
-	MaxBody     string // client_max_body_size, e.g. "16k"
-	CreateRate  int    // link creations per second per client address
-	CreateBurst int    // creations allowed above the rate at once
+	CreateRate  int // link creations per second per client address, at least 1
+	CreateBurst int // creations allowed above the rate at once, at least 0
 	// User is the user the workers run as; empty leaves nginx's default.
 	// Set it only when nginx starts as root: others cannot switch user.
 	User string
 }
 
-// Render writes the nginx.conf for c.
+// Render writes the nginx.conf for c. Every field but User is required:
+// the caller owns the values (there are no defaults here).
 func Render(w io.Writer, c Config) error {
 	if c.Listen == "" || len(c.Apps) == 0 || c.PIDFile == "" || c.LogDir == "" || c.TempDir == "" {
 		return errors.New("nginx: Listen, Apps, PIDFile, LogDir and TempDir are required")
 	}
-	if c.MaxBody == "" {
-		c.MaxBody = "16k"
-	}
-	if c.CreateRate <= 0 {
-		c.CreateRate = 100
-	}
-	if c.CreateBurst <= 0 {
-		c.CreateBurst = 2 * c.CreateRate
+	if c.CreateRate < 1 || c.CreateBurst < 0 {
+		return fmt.Errorf("nginx: need create rate (%d) >= 1 and burst (%d) >= 0", c.CreateRate, c.CreateBurst)
 	}
 	if err := tmpl.Execute(w, c); err != nil {
 		return fmt.Errorf("nginx: render: %w", err)

@@ -13,6 +13,7 @@ func TestRender(t *testing.T) {
 	c := Config{
 		Listen: "127.0.0.1:18080", Apps: []string{"127.0.0.1:18081", "127.0.0.1:18082"},
 		PIDFile: filepath.Join(dir, "nginx.pid"), LogDir: dir, TempDir: dir,
+		CreateRate: 100, CreateBurst: 200,
 	}
 	var b strings.Builder
 	if err := Render(&b, c); err != nil {
@@ -21,7 +22,7 @@ func TestRender(t *testing.T) {
 	conf := b.String()
 	for _, want := range []string{
 		"server 127.0.0.1:18081 max_fails=1", "server 127.0.0.1:18082 max_fails=1",
-		"listen 127.0.0.1:18080", "limit_req_status 429", "keepalive_timeout 4s",
+		"listen 127.0.0.1:18080", "limit_req_status 429", "rate=100r/s", "burst=200 nodelay", "keepalive_timeout 4s",
 		"proxy_next_upstream error timeout http_502 http_504;",
 	} {
 		if !strings.Contains(conf, want) {
@@ -30,6 +31,11 @@ func TestRender(t *testing.T) {
 	}
 	if err := Render(&b, Config{}); err == nil {
 		t.Error("Render of an empty Config succeeded, want an error")
+	}
+	noRate := c
+	noRate.CreateRate = 0
+	if err := Render(&b, noRate); err == nil || !strings.Contains(err.Error(), "create rate (0)") {
+		t.Errorf("Render without a create rate: got %v, want an error naming it", err)
 	}
 	if strings.Contains(conf, "\nuser ") {
 		t.Error("rendered config sets a user, want nginx's default when Config.User is empty")

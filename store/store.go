@@ -38,7 +38,12 @@ type Store struct {
 }
 
 // Open prepares a pool for cfg. It does not connect; call Ping or Migrate.
+// QueryTimeout is required: every query must have a deadline, and its
+// value is the caller's (cmd/shortener's) to choose.
 func Open(cfg Config, log *slog.Logger) (*Store, error) {
+	if cfg.QueryTimeout <= 0 {
+		return nil, fmt.Errorf("open store: query timeout must be positive, got %s", cfg.QueryTimeout)
+	}
 	dc, err := mysql.ParseDSN(cfg.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("open store: parse DSN: %w", err)
@@ -53,13 +58,11 @@ func Open(cfg Config, log *slog.Logger) (*Store, error) {
 	if cfg.DialTimeout > 0 {
 		dc.Timeout = cfg.DialTimeout
 	}
-	if cfg.QueryTimeout > 0 {
-		if dc.ReadTimeout == 0 {
-			dc.ReadTimeout = 2 * cfg.QueryTimeout
-		}
-		if dc.WriteTimeout == 0 {
-			dc.WriteTimeout = 2 * cfg.QueryTimeout
-		}
+	if dc.ReadTimeout == 0 {
+		dc.ReadTimeout = 2 * cfg.QueryTimeout
+	}
+	if dc.WriteTimeout == 0 {
+		dc.WriteTimeout = 2 * cfg.QueryTimeout
 	}
 	conn, err := mysql.NewConnector(dc)
 	if err != nil {
@@ -69,11 +72,7 @@ func Open(cfg Config, log *slog.Logger) (*Store, error) {
 	db.SetMaxOpenConns(cfg.MaxOpen)
 	db.SetMaxIdleConns(cfg.MaxIdle)
 	db.SetConnMaxLifetime(cfg.MaxLifetime)
-	timeout := cfg.QueryTimeout
-	if timeout <= 0 {
-		timeout = time.Second
-	}
-	return &Store{db: db, log: log, timeout: timeout}, nil
+	return &Store{db: db, log: log, timeout: cfg.QueryTimeout}, nil
 }
 
 // Close closes the pool.

@@ -43,6 +43,11 @@ type Config struct {
 	BreakerFailures uint
 	BreakerWindow   uint
 	BreakerDelay    time.Duration
+	// BreakerSuccesses trial calls close a breaker; pending invalidations
+	// are replayed every InvalidationReplay and kept InvalidationGrace.
+	BreakerSuccesses   uint
+	InvalidationReplay time.Duration
+	InvalidationGrace  time.Duration
 
 	L1Size        int
 	L1TTL         time.Duration
@@ -128,6 +133,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	var (
 		c                          Config
 		failures, window           int
+		successes                  int
 		nodeID, sentinels, level   string
 		selfHosts, denyHosts       string
 		maxOpen, maxIdle, poolSize int
@@ -160,6 +166,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.int(&failures, "breaker-failures", "SHORTENER_BREAKER_FAILURES", 5, "Redis failures that open the breaker")
 	e.int(&window, "breaker-window", "SHORTENER_BREAKER_WINDOW", 10, "recent Redis calls the failures are counted over")
 	e.dur(&c.BreakerDelay, "breaker-delay", "SHORTENER_BREAKER_DELAY", time.Second, "how long the breaker stays open before trial calls")
+	e.int(&successes, "breaker-successes", "SHORTENER_BREAKER_SUCCESSES", 3, "trial calls that must succeed to close the breaker")
+	e.dur(&c.InvalidationReplay, "invalidation-replay", "SHORTENER_INVALIDATION_REPLAY", 500*time.Millisecond, "how often pending invalidations are sent to Redis again")
+	e.dur(&c.InvalidationGrace, "invalidation-grace", "SHORTENER_INVALIDATION_GRACE", 3*time.Second, "how long an invalidation stays pending, so it is sent at least twice")
 
 	e.int(&c.L1Size, "l1-size", "SHORTENER_L1_SIZE", 100_000, "in-process cache size (entries)")
 	e.dur(&c.L1TTL, "l1-ttl", "SHORTENER_L1_TTL", 5*time.Second, "how long a link stays in the in-process cache")
@@ -211,7 +220,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 		name string
 		v    time.Duration
 	}{{"redis timeout", c.RedisTimeout}, {"mysql timeout", c.MySQLTimeout}, {"breaker delay", c.BreakerDelay},
-		{"l1 ttl", c.L1TTL}, {"node lease ttl", c.NodeLeaseTTL}, {"l1 negative ttl", c.L1NegativeTTL}} {
+		{"l1 ttl", c.L1TTL}, {"node lease ttl", c.NodeLeaseTTL}, {"l1 negative ttl", c.L1NegativeTTL},
+		{"redis ttl", c.RedisTTL}, {"idempotency ttl", c.IdemTTL}, {"invalidation replay", c.InvalidationReplay}, {"invalidation grace", c.InvalidationGrace}} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.v))
 		}
@@ -219,11 +229,25 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	if failures < 1 || window < failures {
 		errs = append(errs, fmt.Errorf("breaker: need 1 <= failures (%d) <= window (%d)", failures, window))
 	}
+	if c.CreateRate > 0 && c.CreateBurst < 1 {
+		errs = append(errs, fmt.Errorf("create burst must be at least 1 while the rate is limited, got %d", c.CreateBurst))
+	}
+	if successes < 1 {
+		errs = append(errs, fmt.Errorf("breaker: need successes >= 1, got %d", successes))
+	}
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"redis pool", poolSize}, {"mysql max open", maxOpen}, {"l1 size", c.L1Size}} {
+		if n.v < 1 {
+			errs = append(errs, fmt.Errorf("%s must be at least 1, got %d", n.name, n.v))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, err
 	}
 	c.MySQLMaxOpen, c.MySQLMaxIdle, c.RedisPoolSize = maxOpen, maxIdle, poolSize
-	c.BreakerFailures, c.BreakerWindow = uint(failures), uint(window)
+	c.BreakerFailures, c.BreakerWindow, c.BreakerSuccesses = uint(failures), uint(window), uint(successes)
 	if c.Instance == "" && !c.AutoNodeID {
 		c.Instance = "app" + strconv.FormatInt(c.NodeID, 10)
 	} // an auto node ID's instance is named after the host: see run

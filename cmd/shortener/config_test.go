@@ -49,6 +49,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{"missing DSN", map[string]string{"SHORTENER_NODE_ID": "1"}, nil, "MySQL DSN is required"},
 		{"bad duration", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_REDIS_TIMEOUT": "fast"}, nil, "not a duration"},
 		{"bad log level", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_LOG_LEVEL": "loud"}, nil, "log level"},
+		{"no breaker successes", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_BREAKER_SUCCESSES": "0"}, nil, "successes >= 1"},
+		{"empty redis pool", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_REDIS_POOL": "0"}, nil, "redis pool must be at least 1"},
+		{"create burst 0", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_CREATE_BURST": "0"}, nil, "create burst"},
+		{"zero invalidation grace", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_INVALIDATION_GRACE": "0s"}, nil, "invalidation grace must be positive"},
 		{"stray argument", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d"}, []string{"extra"}, "unexpected arguments"},
 	}
 	for _, tt := range tests {

@@ -115,20 +115,7 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 		}
 	}()
 
-	c, err := cache.New(cache.Config{
-		MasterName:      cfg.RedisMaster,
-		SentinelAddrs:   cfg.RedisSentinels,
-		Password:        cfg.RedisPassword,
-		Timeout:         cfg.RedisTimeout,
-		PoolSize:        cfg.RedisPoolSize,
-		TTL:             cfg.RedisTTL,
-		BreakerFailures: cfg.BreakerFailures,
-		BreakerWindow:   cfg.BreakerWindow,
-		BreakerDelay:    cfg.BreakerDelay,
-		L1Size:          cfg.L1Size,
-		L1TTL:           cfg.L1TTL,
-		L1NegativeTTL:   cfg.L1NegativeTTL,
-	}, st, st, log, reg)
+	c, err := cache.New(cfg.cacheConfig(), st, st, log, reg)
 	if err != nil {
 		return err
 	}
@@ -164,7 +151,7 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	if err := keyring.Load(ctx); err != nil {
 		log.Warn("API keys not loaded at start; keyed calls answer 503 until they are", "err", err)
 	}
-	h := handler.New(handler.Config{BaseURL: cfg.BaseURL, Instance: cfg.Instance, AnonymousCreate: cfg.Anonymous,
+	h, err := handler.New(handler.Config{BaseURL: cfg.BaseURL, Instance: cfg.Instance, AnonymousCreate: cfg.Anonymous,
 		CreateRate: cfg.CreateRate, CreateBurst: cfg.CreateBurst, IdempotencyTTL: cfg.IdemTTL,
 		TrendingKeyed: cfg.TrendingKeyed,
 		Policy:        handler.NewURLPolicy(cfg.BaseURL, cfg.SelfHosts, cfg.DenyHosts)}, handler.Deps{
@@ -180,6 +167,9 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 		Trending:    trend,
 		Log:         log,
 	})
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Addr, err)

@@ -94,6 +94,10 @@ func renderNginx(l stack.NginxLayout) ([]byte, error) {
 		LogDir:  l.LogDir,
 		TempDir: l.TempDir,
 		User:    l.User,
+		// Per client address, in front of the apps' own limit
+		// (SHORTENER_CREATE_RATE / _BURST, 100/s and 200 by default).
+		CreateRate:  100,
+		CreateBurst: 200,
 	})
 	return b.Bytes(), err
 }

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"shortener/cache"
+	"shortener/handler"
+	"shortener/idgen"
+	"shortener/store"
+)
+
+// The packages declare the small interfaces they consume; main wires in
+// the concrete types. These assertions turn a method that drifts out of
+// step into a compile error here, where the wiring is, instead of a
+// mismatch found only when the whole program is built.
+var (
+	// The cache answers redirects, warms new links and forgets deleted ones.
+	_ handler.Resolver    = (*cache.Cache)(nil)
+	_ handler.Warmer      = (*cache.Cache)(nil)
+	_ handler.Invalidator = (*cache.Cache)(nil)
+
+	// MySQL is the source of truth behind the handler and the cache.
+	_ handler.Links    = (*store.Store)(nil)
+	_ handler.Pinger   = (*store.Store)(nil)
+	_ handler.KeyStore = (*store.Store)(nil)
+	_ handler.Lister   = (*store.Store)(nil)
+	_ cache.Origin     = (*store.Store)(nil)
+	_ cache.Outbox     = (*store.Store)(nil)
+
+	_ handler.IDs = (*idgen.Generator)(nil)
+)
+
+// cacheConfig is the cache's part of the configuration. cache.New validates it
+// and has no defaults of its own: they are parseConfig's.
+func (cfg Config) cacheConfig() cache.Config {
+	return cache.Config{
+		MasterName:      cfg.RedisMaster,
+		SentinelAddrs:   cfg.RedisSentinels,
+		Password:        cfg.RedisPassword,
+		Timeout:         cfg.RedisTimeout,
+		PoolSize:        cfg.RedisPoolSize,
+		TTL:             cfg.RedisTTL,
+		BreakerFailures: cfg.BreakerFailures,
+		BreakerWindow:   cfg.BreakerWindow,
+		BreakerDelay:    cfg.BreakerDelay,
+		L1Size:          cfg.L1Size,
+		L1TTL:           cfg.L1TTL,
+		L1NegativeTTL:   cfg.L1NegativeTTL,
+
+		BreakerSuccesses:  cfg.BreakerSuccesses,
+		ReplayInterval:    cfg.InvalidationReplay,
+		InvalidationGrace: cfg.InvalidationGrace,
+	}
+}

@@ -1,0 +1,26 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"shortener/cache"
+)
+
+// TestDefaultsSatisfyCache checks that parseConfig's defaults, the only
+// ones there are, make a cache that cache.New accepts (it has none of its
+// own and connects lazily, so no Redis is needed).
+func TestDefaultsSatisfyCache(t *testing.T) {
+	cfg, err := parseConfig(nil, envOf(map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cache.New(cfg.cacheConfig(), nil, nil, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatalf("cache.New with the default configuration: %v", err)
+	}
+	c.Close()
+}
