@@ -5,16 +5,18 @@ PKGS    ?= ./...
 # SHORTENER_INTEGRATION=1 makes a missing server a failure, not a skip.
 TESTENV ?= SHORTENER_INTEGRATION=1
 
-.PHONY: all build test unit vet fmt clean up down status chaos chaos-check
+.PHONY: all build test unit vet fmt clean up down status chaos chaos-check deploy-up deploy-down deploy-test
 
 all: build
 
 build:
 	$(GO) build -o bin/ ./cmd/...
 
-## test: every test, unit and integration, against real servers.
+## test: every test, unit and integration, against real servers; then
+## deploy/'s own module (see deploy-test).
 test: vet
 	$(TESTENV) $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(MAKE) deploy-test
 
 ## unit: the tests that need no server (integration tests skip).
 unit:
@@ -69,3 +71,24 @@ chaos-check:
 .PHONY: bin/chaos
 bin/chaos:
 	$(GO) build -o bin/ ./cmd/chaos
+
+## deploy-test: deploy/'s tests, a Go module of its own: the Helm chart,
+## compose file, alert rules and dashboard checked offline, and, when a
+## Docker daemon answers (deploy/docker.sh daemon), the compose stack end
+## to end. SHORTENER_DOCKER_E2E=1 (.ci/run) makes a missing daemon a
+## failure.
+deploy-test:
+	cd deploy && $(GO) vet ./... && $(TESTENV) $(GO) test -count=1 -timeout 15m ./...
+
+## deploy-up: build the images and start deploy/compose.yaml on this host
+## (nginx, two apps, Redis + Sentinel, MariaDB; nginx on 127.0.0.1:8088,
+## SHORTENER_HTTP_PORT to change it); prints the base URL. Starts its own
+## dockerd if none answers; SHORTENER_BASE=debian:bookworm-slim builds on
+## Debian's image instead of a local mmdebstrap base.
+deploy-up:
+	deploy/compose.sh up
+
+## deploy-down: stop deploy/compose.yaml's stack; DEPLOY_VOLUMES=1 also
+## removes its volumes (MariaDB's data, the click journals).
+deploy-down:
+	deploy/compose.sh down

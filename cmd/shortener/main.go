@@ -54,6 +54,9 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	if len(args) > 0 && args[0] == "keys" {
 		return keys(ctx, args[1:], getenv, stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "probe" { // a container's healthcheck
+		return probe(ctx, args[1:], getenv, stderr)
+	}
 	cfg, err := parseConfig(args, getenv, stderr)
 	if err != nil {
 		return err

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# compose.sh: deploy/compose.yaml on this host, as `make deploy-up` and
+# `make deploy-down` run it.
+#
+#   deploy/compose.sh up     start dockerd if none answers (docker.sh), build
+#                            the app binary and the images, write random
+#                            secrets to deploy/.env once, bring the stack up
+#                            and wait until nginx answers; prints the base URL
+#   deploy/compose.sh down   stop and remove the containers and network; with
+#                            DEPLOY_VOLUMES=1 also the volumes (MariaDB's data,
+#                            the click journals)
+#
+# SHORTENER_BASE is the base of the service images: the local
+# mmdebstrap base by default (no registry needed), debian:bookworm-slim in
+# production. SHORTENER_HTTP_PORT is nginx's port on 127.0.0.1 (8088).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+export SHORTENER_BASE=${SHORTENER_BASE:-shortener-base:bookworm}
+export SHORTENER_HTTP_PORT=${SHORTENER_HTTP_PORT:-8088}
+export SHORTENER_BASE_URL=${SHORTENER_BASE_URL:-http://127.0.0.1:$SHORTENER_HTTP_PORT}
+export COMPOSE_DOCKER_CLI_BUILD=0 DOCKER_BUILDKIT=0
+PROJECT=${DEPLOY_PROJECT:-shortener}
+eval "$(./docker.sh daemon)" # exports DOCKER_HOST
+compose() { docker-compose -p "$PROJECT" -f compose.yaml --env-file .env "$@"; }
+
+secret() { head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+
+up() {
+	if [ "$SHORTENER_BASE" = shortener-base:bookworm ]; then
+		./docker.sh base
+	fi
+	(cd .. && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o deploy/build/shortener ./cmd/shortener)
+	if [ ! -f .env ]; then
+		(
+			umask 077
+			printf 'SHORTENER_DB_PASSWORD=%s\nSHORTENER_CODE_KEY=%s\nSHORTENER_API_KEY=sk_%s\n' \
+				"$(secret)" "$(secret)" "$(secret)" >.env
+		)
+		echo "wrote deploy/.env (secrets, mode 0600; keep it: the code key must not change)"
+	fi
+	compose build --quiet 2>/dev/null || compose build
+	compose up -d
+	local url=http://127.0.0.1:$SHORTENER_HTTP_PORT
+	for _ in $(seq 1 120); do
+		if curl -fsS -o /dev/null "$url/healthz" 2>/dev/null; then
+			echo "shortener is up: $url (API key: the SHORTENER_API_KEY line of deploy/.env)"
+			return
+		fi
+		sleep 0.5
+	done
+	compose ps
+	echo "nginx did not answer on $url within 60 s" >&2
+	exit 1
+}
+
+down() {
+	if [ ! -f .env ]; then # nothing was brought up with secrets; compose still wants them set
+		export SHORTENER_DB_PASSWORD=unset SHORTENER_CODE_KEY=unset
+		: >.env
+	fi
+	local flags=(--remove-orphans -t 20)
+	[ "${DEPLOY_VOLUMES:-0}" = 1 ] && flags+=(-v)
+	compose down "${flags[@]}"
+}
+
+case "${1:-}" in
+up) up ;;
+down) down ;;
+*)
+	echo "usage: $0 up|down" >&2
+	exit 2
+	;;
+esac

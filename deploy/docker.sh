@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# docker.sh: the Docker daemon and base image that deploy/ builds on.
+#
+#   deploy/docker.sh daemon   start dockerd on its own socket and data root
+#                             (harmless when it already runs); prints the
+#                             DOCKER_HOST to export
+#   deploy/docker.sh base     build the local Debian base image with
+#                             mmdebstrap and docker import it, unless the
+#                             image already exists (cached between runs)
+#   deploy/docker.sh stop     stop the daemon this script started
+#
+# Debian's docker.io does not start a daemon on install here, and no image
+# registry is reachable, so the service images build FROM a base made from
+# Debian's package mirror: mmdebstrap --variant=minbase bookworm with the
+# servers already included (redis-server, redis-sentinel, nginx-light,
+# mariadb-server), so that no image build needs the network. Production
+# builds pass BASE=debian:bookworm-slim instead and the Dockerfiles install
+# the same packages with apt-get.
+set -euo pipefail
+
+SOCK=${SHORTENER_DOCKER_SOCK:-/run/shortener-docker.sock}
+ROOT=${SHORTENER_DOCKER_ROOT:-/var/lib/shortener-docker}
+EXEC=${SHORTENER_DOCKER_EXEC:-/run/shortener-docker}
+PIDF=${SHORTENER_DOCKER_PID:-/run/shortener-docker.pid}
+LOG=${SHORTENER_DOCKER_LOG:-/var/log/shortener-dockerd.log}
+BASE=${SHORTENER_BASE:-shortener-base:bookworm}
+# Debian's client (20.10) speaks the daemon's API version; another client
+# earlier on PATH may not.
+DOCKER=${DOCKER:-/usr/bin/docker}
+export DOCKER_HOST=unix://$SOCK
+
+ping() { "$DOCKER" version --format '{{.Server.Version}}' >/dev/null 2>&1; }
+
+daemon() {
+	if ping; then
+		echo "export DOCKER_HOST=$DOCKER_HOST"
+		return
+	fi
+	mkdir -p "$ROOT" "$EXEC"
+	# setsid: the daemon outlives this script and its process group.
+	setsid dockerd --host "$DOCKER_HOST" --data-root "$ROOT" --exec-root "$EXEC" \
+		--pidfile "$PIDF" >"$LOG" 2>&1 </dev/null &
+	for _ in $(seq 1 600); do
+		if ping; then
+			echo "export DOCKER_HOST=$DOCKER_HOST"
+			return
+		fi
+		sleep 0.1
+	done
+	echo "dockerd did not answer on $SOCK within 60 s; its log, $LOG:" >&2
+	tail -n 30 "$LOG" >&2
+	exit 1
+}
+
+base() {
+	if "$DOCKER" image inspect "$BASE" >/dev/null 2>&1; then
+		echo "base image $BASE: cached"
+		return
+	fi
+	local tar
+	tar=$(mktemp --suffix=.tar)
+	trap 'rm -f "$tar"' RETURN
+	echo "base image $BASE: mmdebstrap bookworm (about a minute)"
+	nice -n 10 mmdebstrap --quiet --variant=minbase \
+		--include=redis-server,redis-sentinel,redis-tools,nginx-light,mariadb-server,mariadb-client,ca-certificates \
+		--customize-hook='rm -rf "$1"/var/cache/apt/archives/*.deb "$1"/var/lib/apt/lists/*' \
+		bookworm "$tar"
+	"$DOCKER" import "$tar" "$BASE" >/dev/null
+	echo "base image $BASE: imported"
+}
+
+stop() {
+	[ -f "$PIDF" ] || return 0
+	local pid
+	pid=$(cat "$PIDF")
+	kill "$pid" 2>/dev/null || true
+	for _ in $(seq 1 300); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	echo "dockerd $pid still runs after 30 s" >&2
+	exit 1
+}
+
+case "${1:-}" in
+daemon) daemon ;;
+base) base ;;
+stop) stop ;;
+*)
+	echo "usage: $0 daemon|base|stop" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,445 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The Docker end-to-end test runs when a Docker daemon answers (deploy/
+// docker.sh daemon starts one on its own socket). SHORTENER_DOCKER_E2E=1,
+// as .ci/run sets it, makes a missing daemon a failure, not a skip.
+const (
+	defaultSocket = "unix:///run/shortener-docker.sock"
+	dockerCLI     = "/usr/bin/docker" // Debian's client speaks the daemon's API
+)
+
+// dockerHost returns the daemon's address, or skips (fails in CI) when
+// none answers.
+func dockerHost(tb testing.TB) string {
+	tb.Helper()
+	host := os.Getenv("DOCKER_HOST")
+	if host == "" {
+		host = defaultSocket
+	}
+	var why string
+	if _, err := exec.LookPath("docker-compose"); err != nil {
+		why = "docker-compose is not installed"
+	} else if out, err := exec.Command(dockerCLI, "-H", host, "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
+		why = fmt.Sprintf("no Docker daemon answers on %s: %v: %s", host, err, bytes.TrimSpace(out))
+	}
+	if why != "" {
+		msg := why + "; install docker.io docker-compose mmdebstrap and run deploy/docker.sh daemon (as .ci/run does), then make test"
+		if os.Getenv("SHORTENER_DOCKER_E2E") == "1" {
+			tb.Fatal(msg)
+		}
+		tb.Skip(msg)
+	}
+	return host
+}
+
+// composeProject is one compose stack of the test, on its own project name
+// and nginx port.
+type composeProject struct {
+	tb      testing.TB
+	name    string
+	envFile string
+	host    string
+	base    string // the nginx URL on 127.0.0.1
+}
+
+func (p *composeProject) env() []string {
+	return append(os.Environ(), "DOCKER_HOST="+p.host, "COMPOSE_DOCKER_CLI_BUILD=0", "DOCKER_BUILDKIT=0")
+}
+
+// compose runs docker-compose on the project; output goes to the test log
+// when it fails.
+func (p *composeProject) compose(ctx context.Context, args ...string) (string, error) {
+	all := append([]string{"-p", p.name, "-f", "compose.yaml", "--env-file", p.envFile}, args...)
+	cmd := exec.CommandContext(ctx, "docker-compose", all...)
+	cmd.Env = p.env()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("docker-compose %s: %w\n%s%s", strings.Join(args, " "), err, out, stderr.Bytes())
+	}
+	return string(out) + stderr.String(), nil
+}
+
+func (p *composeProject) docker(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, dockerCLI, args...)
+	cmd.Env = p.env()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("docker %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// container is the ID of a service's container.
+func (p *composeProject) container(ctx context.Context, service string) string {
+	p.tb.Helper()
+	out, err := p.compose(ctx, "ps", "-q", service)
+	out = strings.TrimSpace(out)
+	if i := strings.LastIndexByte(out, '\n'); i >= 0 {
+		out = out[i+1:] // the ID is the last line; compose may warn before it
+	}
+	if err != nil || out == "" {
+		p.tb.Fatalf("container of %s: %q %v", service, out, err)
+	}
+	return out
+}
+
+// sentinel asks sentinel-1 a question.
+func (p *composeProject) sentinel(ctx context.Context, args ...string) (string, error) {
+	return p.docker(ctx, append([]string{"exec", p.container(ctx, "sentinel-1"), "redis-cli", "-p", "26379", "--raw", "sentinel"}, args...)...)
+}
+
+// TestComposeEndToEnd builds the images on the local base, brings the
+// compose stack up on a free port, creates a link through nginx and
+// follows it, then kills the Redis master's container and one app's
+// container under open-model load: no redirect may fail and no
+// acknowledged create may be lost. Everything is torn down after, and
+// no container, network or volume of the project may be left.
+func TestComposeEndToEnd(t *testing.T) {
+	host := dockerHost(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	started := time.Now()
+
+	// The app binary, static, into the images' build context.
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join("deploy", "build", "shortener"), "./cmd/shortener")
+	build.Dir = ".."
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the app: %v\n%s", err, out)
+	}
+	base := exec.CommandContext(ctx, "./docker.sh", "base")
+	base.Env = append(os.Environ(), "DOCKER_HOST="+host)
+	if out, err := base.CombinedOutput(); err != nil {
+		t.Fatalf("base image: %v\n%s", err, out)
+	} else {
+		t.Logf("%s", bytes.TrimSpace(out))
+	}
+	baseDone := time.Now()
+
+	port := freePort(t)
+	p := &composeProject{
+		tb: t, host: host,
+		name:    fmt.Sprintf("shortener-e2e-%d", os.Getpid()),
+		envFile: filepath.Join(t.TempDir(), "env"),
+		base:    fmt.Sprintf("http://127.0.0.1:%d", port),
+	}
+	env := fmt.Sprintf("SHORTENER_DB_PASSWORD=%s\nSHORTENER_CODE_KEY=%s\nSHORTENER_API_KEY=sk_%s\n"+
+		"SHORTENER_BASE=shortener-base:bookworm\nSHORTENER_TAG=e2e\nSHORTENER_HTTP_PORT=%d\nSHORTENER_BASE_URL=%s\n"+
+		"SHORTENER_CREATE_RATE=0\n", secret(), secret(), secret(), port, p.base)
+	if err := os.WriteFile(p.envFile, []byte(env), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.down(t) })
+	if _, err := p.compose(ctx, "build"); err != nil {
+		t.Fatal(err)
+	}
+	built := time.Now()
+	if out, err := p.compose(ctx, "up", "-d"); err != nil {
+		logs, _ := p.compose(ctx, "logs", "--tail", "30")
+		t.Fatalf("%v\n%s", err, logs)
+	} else {
+		t.Logf("up:\n%s", out)
+	}
+	up := time.Now()
+	t.Logf("app binary + base image %s, images %s, compose up %s",
+		baseDone.Sub(started).Round(time.Second), built.Sub(baseDone).Round(time.Second), up.Sub(built).Round(time.Second))
+
+	client := &http.Client{
+		Timeout:       5 * time.Second,
+		Transport:     &http.Transport{MaxIdleConnsPerHost: 64},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	// A user's first steps: create through nginx, follow.
+	first, err := create(ctx, client, p.base, "https://example.com/compose", "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := follow(ctx, client, p.base, first, "https://example.com/compose"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("created %s through nginx and followed it", first)
+
+	// Both apps claimed distinct node IDs on their own (SHORTENER_NODE_ID=auto).
+	waitSentinels(ctx, t, p)
+
+	links := map[string]string{}
+	for i := range 200 {
+		u := fmt.Sprintf("https://example.com/e2e/%d", i)
+		code, err := create(ctx, client, p.base, u, fmt.Sprintf("seed-%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		links[code] = u
+	}
+
+	l := startLoad(ctx, client, p.base, links, 200, 10)
+	time.Sleep(3 * time.Second) // a baseline under load before the faults
+
+	oldMaster, err := p.sentinel(ctx, "get-master-addr-by-name", "shortener")
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldMaster = strings.Fields(oldMaster)[0]
+	killed := time.Now()
+	if _, err := p.docker(ctx, "kill", p.container(ctx, oldMaster)); err != nil {
+		t.Fatal(err)
+	}
+	var failover time.Duration
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		m, err := p.sentinel(ctx, "get-master-addr-by-name", "shortener")
+		if err == nil && len(strings.Fields(m)) > 0 && strings.Fields(m)[0] != oldMaster {
+			failover = time.Since(killed)
+			t.Logf("killed the Redis master %s; sentinels promoted %s after %s", oldMaster, strings.Fields(m)[0], failover.Round(time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new master 60 s after killing %s: %v %q", oldMaster, err, m)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(3 * time.Second)
+	if _, err := p.docker(ctx, "kill", p.container(ctx, "app1")); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed app1's container")
+	time.Sleep(5 * time.Second)
+	res := l.stop()
+
+	t.Logf("load: %d redirects, %d failed; %d creates acknowledged, %d never acknowledged; latency p50 %s p99 %s max %s",
+		res.redirects, len(res.failed), len(res.created), res.unacked, res.p(0.50), res.p(0.99), res.p(1))
+	for i, f := range res.failed {
+		if i == 10 {
+			t.Errorf("... and %d more", len(res.failed)-10)
+			break
+		}
+		t.Errorf("failed redirect: %s", f)
+	}
+	if res.unacked > 0 {
+		t.Errorf("%d creates never acknowledged after their retries", res.unacked)
+	}
+	// Every acknowledged create is there, through the surviving app.
+	lost := 0
+	for code, u := range res.created {
+		if err := follow(ctx, client, p.base, code, u); err != nil {
+			lost++
+			if lost <= 10 {
+				t.Errorf("acknowledged create lost: %v", err)
+			}
+		}
+	}
+	t.Logf("ledger: %d acknowledged creates, %d lost; whole test so far %s", len(res.created), lost, time.Since(started).Round(time.Second))
+}
+
+// down tears the project down and checks that nothing of it is left.
+func (p *composeProject) down(tb testing.TB) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if tb.Failed() {
+		if logs, err := p.compose(ctx, "logs", "--tail", "40"); err == nil {
+			tb.Logf("compose logs:\n%s", logs)
+		}
+	}
+	start := time.Now()
+	if _, err := p.compose(ctx, "down", "-v", "--remove-orphans", "-t", "5"); err != nil {
+		tb.Error(err)
+	}
+	label := "label=com.docker.compose.project=" + p.name
+	for _, what := range [][]string{{"ps", "-a", "-q"}, {"network", "ls", "-q"}, {"volume", "ls", "-q"}} {
+		out, err := p.docker(ctx, append(what, "--filter", label)...)
+		if err != nil {
+			tb.Error(err)
+		} else if out != "" {
+			tb.Errorf("docker %s: left after down: %s", what[0], out)
+		}
+	}
+	tb.Logf("compose down -v: %s, nothing left", time.Since(start).Round(100*time.Millisecond))
+}
+
+// waitSentinels waits until sentinel-1 sees both replicas and both other
+// sentinels: before that, killing the master could not fail over.
+func waitSentinels(ctx context.Context, tb testing.TB, p *composeProject) {
+	tb.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r, err1 := p.sentinel(ctx, "replicas", "shortener")
+		s, err2 := p.sentinel(ctx, "sentinels", "shortener")
+		if err1 == nil && err2 == nil && strings.Count(r, "\nflags\nslave\n") == 2 && strings.Count(s, "\nflags\nsentinel\n") == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("sentinels did not find 2 replicas and 2 sentinels in 60 s: %v %v\n%s\n%s", err1, err2, r, s)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// load is a bounded open-model load: redirects and creates at constant
+// rates, each request timed from when it was due, whether or not the one
+// before it had answered.
+type load struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	res    loadResult
+}
+
+type loadResult struct {
+	redirects int
+	failed    []string
+	latencies []time.Duration
+	created   map[string]string // acknowledged creates, code -> URL
+	unacked   int
+}
+
+func (r loadResult) p(q float64) time.Duration {
+	if len(r.latencies) == 0 {
+		return 0
+	}
+	s := slices.Clone(r.latencies)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(q*float64(len(s))))].Round(100 * time.Microsecond)
+}
+
+func startLoad(ctx context.Context, client *http.Client, base string, links map[string]string, getRate, createRate int) *load {
+	ctx, cancel := context.WithCancel(ctx)
+	l := &load{cancel: cancel, res: loadResult{created: map[string]string{}}}
+	codes := make([]string, 0, len(links))
+	for c := range links {
+		codes = append(codes, c)
+	}
+	slices.Sort(codes)
+	tick := func(rate int, send func(i int, due time.Time)) {
+		defer l.wg.Done()
+		every := time.Second / time.Duration(rate)
+		start := time.Now()
+		var sends sync.WaitGroup
+		defer sends.Wait()
+		for i := 0; ; i++ {
+			due := start.Add(time.Duration(i) * every)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Until(due)):
+			}
+			sends.Add(1)
+			go func() { defer sends.Done(); send(i, due) }()
+		}
+	}
+	l.wg.Add(2)
+	go tick(getRate, func(i int, due time.Time) {
+		code := codes[(i*7919)%len(codes)]
+		err := follow(context.WithoutCancel(ctx), client, base, code, links[code])
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.res.redirects++
+		l.res.latencies = append(l.res.latencies, time.Since(due))
+		if err != nil {
+			l.res.failed = append(l.res.failed, err.Error())
+		}
+	})
+	run := secret()[:8]
+	go tick(createRate, func(i int, _ time.Time) {
+		u := fmt.Sprintf("https://example.com/load/%s/%d", run, i)
+		key := fmt.Sprintf("e2e-%s-%d", run, i)
+		// Retried with the same Idempotency-Key, as a client would, for
+		// up to 30 s: an app killed mid-request must not lose or double it.
+		var code string
+		var err error
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			if code, err = create(context.WithoutCancel(ctx), client, base, u, key); err == nil {
+				break
+			}
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if err != nil {
+			l.res.unacked++
+			return
+		}
+		l.res.created[code] = u
+	})
+	return l
+}
+
+func (l *load) stop() loadResult {
+	l.cancel()
+	l.wg.Wait()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.res
+}
+
+// create makes a link with an Idempotency-Key and returns its code.
+func create(ctx context.Context, c *http.Client, base, u, key string) (string, error) {
+	body, _ := json.Marshal(map[string]string{"url": u})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/links", bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("create %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	var got struct{ Code, URL string }
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != http.StatusCreated || got.URL != u {
+		return "", fmt.Errorf("create %s: got %d %+v (%v), want 201", u, resp.StatusCode, got, err)
+	}
+	return got.Code, nil
+}
+
+// follow asks for a code through nginx and checks the redirect.
+func follow(ctx context.Context, c *http.Client, base, code, want string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/"+code, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET /%s: %w", code, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != want {
+		return fmt.Errorf("GET /%s: got %d %q (%s), want 302 %q", code, resp.StatusCode, resp.Header.Get("Location"), resp.Header.Get("X-Served-By"), want)
+	}
+	return nil
+}
+
+func secret() string {
+	var b [16]byte
+	rand.Read(b[:]) //nolint:errcheck // never fails
+	return hex.EncodeToString(b[:])
+}
+
+func freePort(tb testing.TB) int {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
