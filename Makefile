@@ -5,7 +5,7 @@ PKGS    ?= ./...
 # SHORTENER_INTEGRATION=1 makes a missing server a failure, not a skip.
 TESTENV ?= SHORTENER_INTEGRATION=1
 
-.PHONY: all build test unit vet fmt clean up down status chaos chaos-check deploy-up deploy-down deploy-test
+.PHONY: all build test unit vet fmt clean up down status chaos chaos-check bench deploy-up deploy-down deploy-test
 
 all: build
 
@@ -92,3 +92,18 @@ deploy-up:
 ## removes its volumes (MariaDB's data, the click journals).
 deploy-down:
 	deploy/compose.sh down
+
+## bench: the side-by-side performance run against the running local stack
+## (make up first): warm redirects through nginx and direct, each against a
+## minimal Go 302 server; creates/s; memory per app; throughput from 1,000
+## hot links to 1 million (bulk-loaded), Redis cold and warm. Rounds and
+## medians go to docs/bench/ (README.md, bench.json). Needs wrk (apt-get
+## install wrk). About 10 minutes; it measures, so it is not in make test.
+## BENCH_FLAGS passes flags (./bin/bench -h), e.g. -rows redirect/ -rounds 5.
+BENCH_FLAGS ?=
+bench: bin/bench
+	./bin/bench $(BENCH_FLAGS)
+
+.PHONY: bin/bench
+bin/bench:
+	$(GO) build -o bin/ ./cmd/bench

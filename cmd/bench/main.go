@@ -1,0 +1,370 @@
+// Command bench is `make bench`: the side-by-side performance run a
+// reviewer would do, on the running local stack (make up first).
+//
+// It loads the stack with wrk (Debian's package) from 127.0.0.1 in rounds,
+// each row once per round, and writes the medians to docs/bench/ (Markdown
+// and JSON) with the machine described: warm redirects through nginx and
+// directly against one app, each read against a minimal Go 302 server
+// (behind an nginx rendered from the same template, for the first);
+// creates per second through nginx with the stack's API key; each app's
+// memory with a million links cached; and throughput as the working set
+// grows from a thousand hot links to a million links bulk-loaded into
+// MySQL, uniform and Zipf, with Redis cold and warm.
+//
+// It measures; it asserts nothing, and is not part of make test. Every
+// load is bounded in time and goes to 127.0.0.1.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/procfs"
+
+	"shortener/cache"
+	"shortener/stack"
+	"shortener/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// options are bench's flags.
+type options struct {
+	stackDir, out, only string
+	rounds              int
+	duration, ramp      time.Duration
+	settle              time.Duration
+	threads, conns      int
+	links, hot          int
+	zipf                float64
+	seed                uint64
+}
+
+func parseOptions(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.stackDir, "stack", ".stack", "state directory of the running stack (make up)")
+	fs.StringVar(&o.out, "out", "docs/bench", "directory for README.md and bench.json")
+	fs.StringVar(&o.only, "rows", "", "comma-separated name prefixes: run only those rows (e.g. redirect/,create/)")
+	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each row runs once per round and the report gives medians")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "length of each run")
+	fs.DurationVar(&o.ramp, "ramp", time.Minute, "after the rounds, load the million links from cold for this long, in runs of -duration, to show Redis filling (0: skip)")
+	fs.DurationVar(&o.settle, "settle", 6*time.Second, "wait after emptying Redis; longer than the apps' L1 TTL (SHORTENER_L1_TTL)")
+	fs.IntVar(&o.threads, "threads", 1, "wrk threads")
+	fs.IntVar(&o.conns, "conns", 32, "wrk connections (a closed loop: each waits for its answer)")
+	fs.IntVar(&o.links, "links", 1_000_000, "links bulk-loaded into MySQL for the working-set rows")
+	fs.IntVar(&o.hot, "hot", 1000, "hot links, the small working set")
+	fs.Float64Var(&o.zipf, "zipf", 1.1, "Zipf exponent (> 1) of the Zipf rows, as the chaos load's")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the code lists")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	var errs []error
+	if o.rounds < 1 || o.duration < time.Second || o.threads < 1 || o.conns < o.threads {
+		errs = append(errs, fmt.Errorf("need rounds >= 1 (%d), duration >= 1s (%s), 1 <= threads (%d) <= conns (%d)", o.rounds, o.duration, o.threads, o.conns))
+	}
+	if o.hot < 1 || o.links < o.hot || o.zipf <= 1 {
+		errs = append(errs, fmt.Errorf("need 1 <= hot (%d) <= links (%d) and zipf (%g) > 1", o.hot, o.links, o.zipf))
+	}
+	if fs.NArg() > 0 {
+		errs = append(errs, fmt.Errorf("unexpected arguments: %q", fs.Args()))
+	}
+	return o, errors.Join(errs...)
+}
+
+// env is what rows run against.
+type env struct {
+	stack   *stack.Stack
+	store   *store.Store
+	redis   *redisTier
+	wrk     *wrk
+	proc    procfs.FS
+	targets map[string]string // target -> base URL
+	codes   map[string]string // list -> file
+	apiKey  string
+	runID   string
+	links   int
+	settle  time.Duration
+	round   int
+	warm    bool // Redis holds every bench link (this round)
+	rep     *report
+	out     io.Writer
+}
+
+func (e *env) logf(format string, args ...any) { fmt.Fprintf(e.out, format+"\n", args...) }
+
+func (e *env) note(s string) { e.rep.Notes = append(e.rep.Notes, s) }
+
+// sampleMemory records every app's resident memory.
+func (e *env) sampleMemory(when string) error {
+	for _, a := range e.stack.Apps() {
+		p, err := e.proc.Proc(a.Pid())
+		if err != nil {
+			return fmt.Errorf("memory of %s: %w", a.Name, err)
+		}
+		st, err := p.Stat()
+		if err != nil {
+			return fmt.Errorf("memory of %s: %w", a.Name, err)
+		}
+		e.rep.Memory = append(e.rep.Memory, memSample{When: when, App: a.Name, RSSBytes: uint64(st.ResidentMemory())})
+	}
+	return nil
+}
+
+func (e *env) load1() float64 {
+	la, err := e.proc.LoadAvg()
+	if err != nil {
+		return 0
+	}
+	return la.Load1
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseOptions(args, stderr)
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	s, err := stack.Attach(o.stackDir)
+	if err != nil {
+		return fmt.Errorf("%w (%v)", errNoStack, err)
+	}
+	if s.Nginx() == nil || !s.Nginx().Running() || len(s.Apps()) == 0 {
+		return errNoStack
+	}
+	for _, a := range s.Apps() {
+		if !a.Running() {
+			return fmt.Errorf("%s is not running: make up", a.Name)
+		}
+	}
+	key, err := os.ReadFile(filepath.Join(o.stackDir, "api-key"))
+	if err != nil {
+		return fmt.Errorf("read the stack's API key: %w", err)
+	}
+	cache.RouteLibraryLogs(slog.New(slog.DiscardHandler)) // go-redis's Sentinel chatter
+	proc, err := procfs.NewDefaultFS()
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "shortener-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+
+	st, err := store.Open(store.Config{DSN: s.MySQLDSN(), MaxOpen: 4, MaxIdle: 4, MaxLifetime: time.Minute,
+		DialTimeout: 2 * time.Second, QueryTimeout: time.Minute}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	tier, err := newRedisTier(s.MasterName(), s.SentinelAddrs(), st)
+	if err != nil {
+		return err
+	}
+	defer tier.close()
+	w, err := newWrk(work, o.threads, o.conns, o.duration, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	m, err := startMinimal(ctx, filepath.Join(work, "minimal"))
+	if err != nil {
+		return err
+	}
+	defer m.close()
+
+	rep := &report{Started: started, Machine: describeMachine(ctx, proc), Settings: map[string]string{
+		"rounds": strconv.Itoa(o.rounds), "run length": o.duration.String(),
+		"wrk":   fmt.Sprintf("%d thread(s), %d connections, keep-alive, closed loop", o.threads, o.conns),
+		"links": keysString(o.links), "hot links": keysString(o.hot), "zipf exponent": strconv.FormatFloat(o.zipf, 'g', -1, 64),
+		"stack": "make up's local stack: nginx :8080, app1 :8081, app2 :8082, defaults of cmd/shortener",
+	}}
+	e := &env{
+		stack: s, store: st, redis: tier, wrk: w, proc: proc, apiKey: strings.TrimSpace(string(key)),
+		runID: started.UTC().Format("20060102T150405"), links: o.links, settle: o.settle, rep: rep, out: stdout,
+		targets: map[string]string{
+			targetNginx: s.BaseURL(), targetApp: "http://" + s.Apps()[0].Addr(),
+			targetMinimalNginx: m.url(), targetMinimal: m.directURL(),
+		},
+	}
+	e.logf("bench: load1 %.1f at start; %d round(s) of %s runs", rep.Machine.Load1Start, o.rounds, o.duration)
+
+	n, err := loadLinks(ctx, st, o.links, stdout)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		e.logf("bench: %s links bulk-loaded into MySQL in %s", keysString(int(n)), time.Since(started).Round(time.Second))
+	}
+	if e.codes, err = codeLists(work, o); err != nil {
+		return err
+	}
+	if err := e.sampleMemory("start"); err != nil {
+		return err
+	}
+
+	selected := selectRows(rows(o.hot, o.links), o.only)
+	// A warm-up, not recorded: the hot links into L1, connections opened.
+	for _, t := range []string{targetNginx, targetMinimalNginx} {
+		if _, err := w.run(ctx, e.targets[t], rowWarmUpTime, "get", e.codes[codesHot], "0"); err != nil {
+			return err
+		}
+	}
+	rep.Rows = make([]rowResult, len(selected))
+	for i, r := range selected {
+		rep.Rows[i] = rowResult{Name: r.name, What: r.what, Floor: r.floor}
+	}
+	for e.round = 0; e.round < o.rounds; e.round++ {
+		e.warm = false
+		e.logf("round %d/%d", e.round+1, o.rounds)
+		for i, r := range selected {
+			m, err := e.runRow(ctx, r)
+			if err != nil {
+				return fmt.Errorf("round %d, %s: %w", e.round+1, r.name, err)
+			}
+			rep.Rows[i].Runs = append(rep.Rows[i].Runs, m)
+			e.logf("  %-30s %8.0f req/s  p50 %6.2f ms  p99 %7.2f ms  errors %d  4xx/5xx %d  load1 %.1f",
+				r.name, m.RPS, m.P50ms, m.P99ms, m.Errors, m.BadStatus, m.Load1)
+		}
+	}
+	if o.ramp > 0 && (o.only == "" || strings.Contains(o.only, "workingset/")) {
+		if err := e.rampRows(ctx, o); err != nil {
+			return err
+		}
+	}
+	for _, q := range ratios() {
+		rep.Ratios = append(rep.Ratios, ratioResult{Name: q.name, Num: q.num, Den: q.den, Min: q.min})
+	}
+	rep.Took = time.Since(started).Round(time.Second).String()
+	e.note(fmt.Sprintf("The machine is shared: the one-minute load average was %.1f at the start (see load1 per row). Read the ratios, taken a few seconds apart in the same round, before the absolute figures.", rep.Machine.Load1Start))
+	rep.summarise()
+	return writeReport(o.out, rep)
+}
+
+// runRow runs one row once.
+func (e *env) runRow(ctx context.Context, r row) (measure, error) {
+	if r.before != nil {
+		if err := r.before(ctx, e); err != nil {
+			return measure{}, err
+		}
+	}
+	args := []string{"create", e.apiKey, fmt.Sprintf("bench/%s/r%d", e.runID, e.round)}
+	if r.codes != "" {
+		args = []string{"get", e.codes[r.codes], strconv.Itoa(e.round * 104729)}
+	}
+	m, err := e.wrk.run(ctx, e.targets[r.target], 0, args...)
+	if err != nil {
+		return measure{}, err
+	}
+	m.Load1 = e.load1()
+	if r.after != nil {
+		if err := r.after(ctx, e); err != nil {
+			return measure{}, err
+		}
+	}
+	return m, nil
+}
+
+// rampRows loads every link uniformly from cold in consecutive runs, one
+// row each, to show throughput rising as Redis fills.
+func (e *env) rampRows(ctx context.Context, o options) error {
+	if err := makeCold(ctx, e); err != nil {
+		return err
+	}
+	e.logf("ramp: %s uniform from cold, %s", keysString(o.links), o.ramp)
+	for t := o.duration; t <= o.ramp; t += o.duration {
+		m, err := e.wrk.run(ctx, e.targets[targetNginx], 0, "get", e.codes[codesAll], strconv.Itoa(int(t/time.Second)*7919))
+		if err != nil {
+			return err
+		}
+		m.Load1 = e.load1()
+		name := fmt.Sprintf("ramp/all/uniform/%03ds", int(t/time.Second))
+		e.rep.Rows = append(e.rep.Rows, rowResult{Name: name, Runs: []measure{m},
+			What: fmt.Sprintf("GET %s links (uniform) through nginx, %s to %s after Redis was emptied", keysString(o.links), t-o.duration, t)})
+		e.logf("  %-30s %8.0f req/s  p99 %7.2f ms", name, m.RPS, m.P99ms)
+	}
+	return nil
+}
+
+// selectRows keeps the rows whose names start with one of the
+// comma-separated prefixes in only; all of them when only is empty.
+func selectRows(all []row, only string) []row {
+	if only == "" {
+		return all
+	}
+	var out []row
+	for _, r := range all {
+		for _, p := range strings.Split(only, ",") {
+			if p = strings.TrimSpace(p); p != "" && strings.HasPrefix(r.name, p) {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// codeLists writes the lists the GET rows draw from.
+func codeLists(dir string, o options) (map[string]string, error) {
+	lists := map[string]string{}
+	for i, l := range []struct {
+		name  string
+		count int
+		pick  func(*rand.Rand) picker
+	}{
+		{codesHot, 100_000, func(r *rand.Rand) picker { return uniform(r, o.hot) }},
+		{codesHotZipf, 100_000, func(r *rand.Rand) picker { return zipf(r, o.zipf, o.hot) }},
+		{codesAll, o.links, func(r *rand.Rand) picker { return uniform(r, o.links) }},
+		{codesAllZipf, o.links, func(r *rand.Rand) picker { return zipf(r, o.zipf, o.links) }},
+	} {
+		path := filepath.Join(dir, l.name+".codes")
+		if err := writeCodesFile(path, l.count, l.pick(rand.New(rand.NewPCG(o.seed, uint64(i))))); err != nil {
+			return nil, err
+		}
+		lists[l.name] = path
+	}
+	return lists, nil
+}
+
+// writeReport writes README.md and bench.json into dir.
+func writeReport(dir string, rep *report) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	for name, write := range map[string]func(io.Writer) error{"README.md": rep.writeMarkdown, "bench.json": rep.writeJSON} {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+		if err := write(f); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+	}
+	return nil
+}

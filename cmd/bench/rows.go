@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// row is one line of the report: one load against one target, run once
+// per round, rows in order within a round (so a row and the one it is read
+// against run a few seconds apart).
+//
+// To add a row, append it to rows(): a name (stable: runs are compared by
+// it; "area/variant"), what it measures in a few words, the target and the
+// list of codes (or none: creates). A row that needs the stack in another
+// state sets before and puts the state back in after (say, restart the
+// apps with other settings through e.stack). To read it against another
+// row, add a ratio to ratios(); a floor in requests/s makes it a target.
+// `make bench BENCH_FLAGS='-rows redirect/,clicks/'` runs only the rows
+// whose names start with one of the prefixes.
+type row struct {
+	name string
+	what string
+	// target is where the load goes: targetNginx, targetApp,
+	// targetMinimalNginx or targetMinimal.
+	target string
+	// codes names the list of codes GETs draw from (codesHot…); empty
+	// makes the row POST creates with the stack's API key.
+	codes  string
+	floor  float64
+	before func(context.Context, *env) error
+	after  func(context.Context, *env) error
+}
+
+// ratio reads row num against row den, round by round; min is the target.
+type ratio struct {
+	name     string
+	num, den string
+	min      float64
+}
+
+// Targets of a row.
+const (
+	targetNginx        = "nginx"         // the stack's nginx, both apps behind it
+	targetApp          = "app"           // app1, directly
+	targetMinimalNginx = "minimal-nginx" // the bench's nginx, two minimal servers behind it
+	targetMinimal      = "minimal"       // one minimal server, directly
+)
+
+// Lists of codes (written at start, see codeLists).
+const (
+	codesHot      = "hot"         // the hot links, uniform
+	codesHotZipf  = "hot-zipf"    // the hot links, Zipf
+	codesAll      = "all-uniform" // every bench link, uniform
+	codesAllZipf  = "all-zipf"    // every bench link, Zipf
+	rowWarmUpTime = 3 * time.Second
+)
+
+func rows(hot, links int) []row {
+	hotN, allN := keysString(hot), keysString(links)
+	return []row{
+		{name: "redirect/nginx/app", target: targetNginx, codes: codesHot,
+			what: fmt.Sprintf("GET one of %s hot links (uniform) through nginx to both apps: answered from L1", hotN)},
+		{name: "redirect/nginx/minimal", target: targetMinimalNginx, codes: codesHot,
+			what: "the same through an nginx from the same template to two minimal Go 302 servers"},
+		{name: "redirect/direct/app", target: targetApp, codes: codesHot,
+			what: "the same straight to app1"},
+		{name: "redirect/direct/minimal", target: targetMinimal, codes: codesHot,
+			what: "the same straight to one minimal server"},
+		{name: "create/nginx", target: targetNginx, floor: 3000,
+			what: "POST /api/v1/links through nginx with the stack's API key, a new URL each time"},
+		{name: "workingset/hot/zipf", target: targetNginx, codes: codesHotZipf,
+			what: fmt.Sprintf("GET %s hot links, Zipf, through nginx", hotN)},
+		{name: "workingset/all/uniform/cold", target: targetNginx, codes: codesAll, before: makeCold,
+			what: fmt.Sprintf("GET %s links (uniform) through nginx; Redis and L1 hold none of them at the start", allN)},
+		{name: "workingset/all/zipf/cold", target: targetNginx, codes: codesAllZipf, before: makeCold,
+			what: fmt.Sprintf("GET %s links (Zipf) through nginx; Redis and L1 hold none of them at the start", allN)},
+		{name: "workingset/all/uniform/warm", target: targetNginx, codes: codesAll, before: makeWarm,
+			what: fmt.Sprintf("GET %s links (uniform) through nginx; every one in Redis", allN)},
+		{name: "workingset/all/zipf/warm", target: targetNginx, codes: codesAllZipf, before: makeWarm, after: sampleMemory,
+			what: fmt.Sprintf("GET %s links (Zipf) through nginx; every one in Redis", allN)},
+	}
+}
+
+func ratios() []ratio {
+	return []ratio{
+		{name: "redirects through nginx, app / minimal", num: "redirect/nginx/app", den: "redirect/nginx/minimal", min: 0.85},
+		{name: "redirects direct, app / minimal", num: "redirect/direct/app", den: "redirect/direct/minimal", min: 0.9},
+	}
+}
+
+// makeCold empties Redis of the bench's links and waits out the apps' L1
+// TTL, so the row starts with MySQL as the only tier that has them.
+func makeCold(ctx context.Context, e *env) error {
+	n, err := e.redis.cold(ctx)
+	if err != nil {
+		return err
+	}
+	e.warm = false
+	e.logf("  redis: %s bench keys deleted; waiting %s for the apps' L1 to expire", keysString(n), e.settle)
+	return sleep(ctx, e.settle)
+}
+
+// makeWarm writes every bench link to Redis unless this round did already.
+func makeWarm(ctx context.Context, e *env) error {
+	if e.warm {
+		return nil
+	}
+	start := time.Now()
+	before, err := e.redis.fills("ok")
+	if err != nil {
+		return err
+	}
+	after, err := e.redis.warm(ctx, e.links)
+	if err != nil {
+		return err
+	}
+	e.warm = true
+	e.logf("  redis: %s links written in %s", keysString(int(after-before)), time.Since(start).Round(100*time.Millisecond))
+	if got := int(after - before); got < e.links {
+		e.note(fmt.Sprintf("round %d: Redis took %d of %d warm-up writes (the bench's write breaker skipped the rest)", e.round+1, got, e.links))
+	}
+	return nil
+}
+
+// sampleMemory records each app's RSS after the round's last large row.
+func sampleMemory(_ context.Context, e *env) error {
+	return e.sampleMemory(fmt.Sprintf("round %d, after the %s-link rows", e.round+1, keysString(e.links)))
+}
+
+// sleep waits d or until ctx ends. It waits for something the bench
+// cannot observe (L1 entries expiring inside the apps), so it cannot poll.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
