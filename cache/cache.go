@@ -41,8 +41,12 @@ type Origin interface {
 
 // Outbox holds invalidations that must reach Redis.
 type Outbox interface {
-	PendingInvalidations(ctx context.Context, limit int) ([]shortener.Invalidation, error)
-	DoneInvalidations(ctx context.Context, codes []string, before time.Time) error
+	// PendingInvalidations returns every code with an invalidation
+	// recorded, each once, however many there are: each must bypass Redis.
+	PendingInvalidations(ctx context.Context) ([]shortener.Invalidation, error)
+	// DoneInvalidations removes the records of codes that are older than
+	// grace by the database's clock (one clock for every instance).
+	DoneInvalidations(ctx context.Context, codes []string, grace time.Duration) error
 }
 
 // Config tunes the caches, the Redis clients and the breakers.
@@ -121,9 +125,15 @@ type Cache struct {
 	outbox  Outbox
 	flight  singleflight.Group
 	pending pendingSet
+	gens    *generations
+	fills   chan fill
 	log     *slog.Logger
 	m       *metrics
 	now     func() time.Time
+
+	// afterOrigin, when set (tests), runs inside the shared origin query
+	// once MySQL answered, before any fill: it forces interleavings.
+	afterOrigin func(code string)
 }
 
 // New returns a Cache in front of origin; Redis is connected lazily.
@@ -143,6 +153,8 @@ func New(cfg Config, origin Origin, outbox Outbox, log *slog.Logger, reg prometh
 		log:    log,
 		m:      m,
 		now:    time.Now,
+		gens:   newGenerations(),
+		fills:  make(chan fill, fillQueue),
 	}
 	c.l1 = newL1(cfg.L1Size, cfg.L1TTL, cfg.L1NegativeTTL, func() time.Time { return c.now() })
 	c.read = newNode(breakerRead, cfg, true, m, log)
@@ -160,11 +172,11 @@ func (c *Cache) Close() error {
 func (c *Cache) BreakerStates() (read, write string) { return c.read.state(), c.write.state() }
 
 // Run handles what arrives from outside a lookup until ctx ends: Sentinel
-// events, invalidation messages from other instances, and the replay of
-// pending invalidations.
+// events, invalidation messages from other instances, the replay of
+// pending invalidations, and the Redis fills lookups and creates queue.
 func (c *Cache) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	for _, fn := range []func(context.Context){c.watchSentinels, c.subscribe, c.replay} {
+	for _, fn := range []func(context.Context){c.watchSentinels, c.subscribe, c.replay, c.writeFills} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -177,8 +189,9 @@ func (c *Cache) Run(ctx context.Context) error {
 
 // Resolve returns the link for code, which may be expired or deleted (the
 // caller decides what Gone means). It tries L1, then a Redis replica, then
-// MySQL, and fills the faster tiers on the way back. Errors are the
-// origin's: shortener.ErrNotFound, shortener.ErrUnavailable.
+// MySQL, and fills the faster tiers on the way back (Redis off the
+// request's path). Errors are the origin's: shortener.ErrNotFound,
+// shortener.ErrUnavailable.
 func (c *Cache) Resolve(ctx context.Context, code string) (shortener.Link, error) {
 	c.m.lookups.Inc()
 	if e, ok := c.l1.get(code); ok {
@@ -191,31 +204,34 @@ func (c *Cache) Resolve(ctx context.Context, code string) (shortener.Link, error
 	}
 	c.m.l1Miss.Inc()
 
+	// Read before any tier: an invalidation from here on moves it, and
+	// what this lookup read is then not put into L1.
+	gen := c.gens.get(code)
 	res := resultSkipped
 	if !c.pending.has(code) {
 		var l shortener.Link
 		l, res = c.fromRedis(ctx, code)
 		if res == resultHit {
-			c.l1.put(l)
+			c.gens.ifUnchanged(code, gen, func() { c.l1.put(l) })
 			return l, nil
 		}
 	} else {
 		c.m.redis.WithLabelValues(roleReplica, resultSkipped).Inc()
 	}
 
-	l, err := c.fromOrigin(ctx, code)
+	l, originGen, err := c.fromOrigin(ctx, code)
 	switch {
 	case errors.Is(err, shortener.ErrNotFound):
-		c.l1.putMissing(code)
+		c.gens.ifUnchanged(code, originGen, func() { c.l1.putMissing(code) })
 		return shortener.Link{}, err
 	case err != nil:
 		return shortener.Link{}, err
 	}
-	c.l1.put(l)
+	c.gens.ifUnchanged(code, originGen, func() { c.l1.put(l) })
 	// Fill Redis only after a clean miss: after an error Redis is likely
-	// sick, and a second call would let one lookup wait two deadlines.
+	// sick.
 	if res == resultMiss {
-		c.Add(ctx, l)
+		c.enqueue(fill{link: l, gen: originGen})
 	}
 	return l, nil
 }
@@ -238,10 +254,19 @@ func (c *Cache) fromRedis(ctx context.Context, code string) (shortener.Link, str
 // fromOrigin asks MySQL, sharing one query among concurrent lookups of the
 // same code. The query runs detached from any one caller's cancellation,
 // under the store's own deadline, so one impatient client cannot fail the
-// others waiting on it.
-func (c *Cache) fromOrigin(ctx context.Context, code string) (shortener.Link, error) {
+// others waiting on it. It returns the code's generation read before the
+// query began, which every caller sharing it checks before its L1 put.
+func (c *Cache) fromOrigin(ctx context.Context, code string) (shortener.Link, uint64, error) {
+	type answer struct {
+		link shortener.Link
+		gen  uint64
+	}
 	v, err, shared := c.flight.Do(code, func() (any, error) {
+		gen := c.gens.get(code)
 		l, err := c.origin.Link(context.WithoutCancel(ctx), code)
+		if c.afterOrigin != nil {
+			c.afterOrigin(code)
+		}
 		switch {
 		case errors.Is(err, shortener.ErrNotFound):
 			c.m.origin.WithLabelValues("not_found").Inc()
@@ -250,39 +275,24 @@ func (c *Cache) fromOrigin(ctx context.Context, code string) (shortener.Link, er
 		default:
 			c.m.origin.WithLabelValues("found").Inc()
 		}
-		return l, err
+		return answer{l, gen}, err
 	})
 	if shared {
 		c.m.shared.Inc()
 	}
+	a, _ := v.(answer)
 	if err != nil {
-		return shortener.Link{}, err
+		return shortener.Link{}, a.gen, err
 	}
-	return v.(shortener.Link), nil
+	return a.link, a.gen, nil
 }
 
-// Add writes l into Redis and L1, best effort. Redis is written only while
-// the write breaker is closed, since a fill to a master being replaced is
-// wasted or, worse, slow, and never for a link that is gone or has an
-// invalidation pending.
-func (c *Cache) Add(ctx context.Context, l shortener.Link) {
-	now := c.now()
-	if l.Gone(now) || c.pending.has(l.Code) {
-		c.m.fills.WithLabelValues("skipped").Inc()
-		return
-	}
-	ttl := c.cfg.TTL
-	if !l.ExpiresAt.IsZero() {
-		ttl = min(ttl, l.ExpiresAt.Sub(now))
-	}
-	if c.write.breaker.IsClosed() && c.write.allow() {
-		if err := c.write.setLink(ctx, l, ttl); err != nil {
-			c.m.fills.WithLabelValues("error").Inc()
-			c.log.Debug("redis fill failed", "code", l.Code, "err", err)
-			return
-		}
-		c.m.fills.WithLabelValues("ok").Inc()
-		return
-	}
-	c.m.fills.WithLabelValues("skipped").Inc()
+// Add announces a link just created: this instance forgets any "no such
+// code" it kept, and, off the request's path, the link is written to Redis
+// and announced to the other instances, which forget theirs. Nothing here
+// waits on Redis; with the write breaker open the Redis part is dropped
+// (other instances' negative entries then expire within their short TTL).
+func (c *Cache) Add(_ context.Context, l shortener.Link) {
+	c.forget(l.Code)
+	c.enqueue(fill{link: l, gen: c.gens.get(l.Code), announce: true})
 }

@@ -70,13 +70,14 @@ type fakeOutbox struct {
 	invs []shortener.Invalidation
 }
 
-func (f *fakeOutbox) PendingInvalidations(context.Context, int) ([]shortener.Invalidation, error) {
+func (f *fakeOutbox) PendingInvalidations(context.Context) ([]shortener.Invalidation, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]shortener.Invalidation(nil), f.invs...), nil
 }
 
-func (f *fakeOutbox) DoneInvalidations(_ context.Context, codes []string, before time.Time) error {
+func (f *fakeOutbox) DoneInvalidations(_ context.Context, codes []string, grace time.Duration) error {
+	before := time.Now().Add(-grace)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	done := map[string]bool{}
@@ -307,9 +308,16 @@ func TestCacheAside(t *testing.T) {
 	if _, err := c.Resolve(ctx, "c1"); err != nil {
 		t.Fatal(err)
 	}
-	if got := count(c.m.fills, "ok"); got != 1 {
-		t.Fatalf("first lookup: fills = %v, want 1", got)
+	// The fill runs off the lookup's path; wait for it. (On a loaded
+	// machine the very first Redis call may time out: no fill follows an
+	// error, so lookups go on until one missed cleanly.)
+	for deadline := time.Now().Add(10 * time.Second); count(c.m.fills, "ok") < 1; time.Sleep(5 * time.Millisecond) {
+		c.Resolve(ctx, "c1") //nolint:errcheck // checked above and below
+		if time.Now().After(deadline) {
+			t.Fatalf("first lookup: fills ok %v (skipped %v, error %v, dropped %v), redis %v; want 1 ok", count(c.m.fills, "ok"), count(c.m.fills, "skipped"), count(c.m.fills, "error"), count(c.m.fills, "dropped"), count(c.m.redis, roleReplica, resultMiss))
+		}
 	}
+	calls0 := origin.calls.Load()
 	// Poll until a lookup is answered by Redis (L1 expired, replica has
 	// the fill); the origin must not be asked again.
 	deadline := time.Now().Add(10 * time.Second)
@@ -322,8 +330,8 @@ func TestCacheAside(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // paces the loop; the exit is the counter
 	}
-	if got := origin.calls.Load(); got > 2 {
-		t.Errorf("origin calls = %d, want at most 2 (one, plus one if a replica lagged the fill)", got)
+	if got := origin.calls.Load() - calls0; got > 1 {
+		t.Errorf("origin calls after the fill = %d, want at most 1 (if a replica lagged the fill)", got)
 	}
 	// Misses are answers: they leave the error count and the breaker alone.
 	errs0, misses0 := count(c.m.redis, roleReplica, resultError), count(c.m.redis, roleReplica, resultMiss)

@@ -76,7 +76,7 @@ func (p *pendingSet) len() int {
 func (c *Cache) Invalidate(ctx context.Context, code string) {
 	c.pending.add(code, c.now())
 	c.m.pending.Set(float64(c.pending.len()))
-	c.l1.drop(code)
+	c.forget(code)
 	c.send(ctx, []string{code})
 }
 
@@ -107,7 +107,7 @@ func (c *Cache) send(ctx context.Context, codes []string) bool {
 
 // replay reads the pending invalidations from MySQL every ReplayInterval
 // and sends them to Redis. A record is removed only once it is older than
-// InvalidationGrace and Redis took it, so each is sent at least twice: the
+// InvalidationGrace (by MySQL's clock) and Redis took it, so each is sent at least twice: the
 // second DEL beats a fill by any instance that read the link from MySQL
 // just before the delete committed.
 //
@@ -134,40 +134,37 @@ func (c *Cache) replay(ctx context.Context) {
 	}
 }
 
+// sendBatch bounds the codes sent in one round trip.
+const sendBatch = 500
+
 func (c *Cache) replayOnce(ctx context.Context) {
-	invs, err := c.outbox.PendingInvalidations(ctx, 1000)
+	invs, err := c.outbox.PendingInvalidations(ctx)
 	if err != nil {
 		c.log.Debug("read pending invalidations", "err", err)
 		return // MySQL is down: keep the set as it is
 	}
-	now := c.now()
-	for _, code := range c.pending.replace(invs, now, c.cfg.InvalidationGrace) {
-		c.l1.drop(code) // deleted elsewhere; maybe its message was lost
+	for _, code := range c.pending.replace(invs, c.now(), c.cfg.InvalidationGrace) {
+		c.forget(code) // deleted elsewhere; maybe its message was lost
 	}
 	c.m.pending.Set(float64(c.pending.len()))
-	if len(invs) == 0 {
-		return
-	}
-	latest := map[string]time.Time{}
+	seen := make(map[string]bool, len(invs))
 	var codes []string
 	for _, inv := range invs {
-		if _, ok := latest[inv.Code]; !ok {
+		if !seen[inv.Code] {
+			seen[inv.Code] = true
 			codes = append(codes, inv.Code)
 		}
-		latest[inv.Code] = inv.CreatedAt
 	}
-	if !c.send(ctx, codes) {
-		return
-	}
-	cutoff := now.Add(-c.cfg.InvalidationGrace)
-	var done []string
-	for _, code := range codes {
-		if latest[code].Before(cutoff) {
-			done = append(done, code)
+	for len(codes) > 0 {
+		batch := codes[:min(sendBatch, len(codes))]
+		codes = codes[len(batch):]
+		if !c.send(ctx, batch) {
+			return
 		}
-	}
-	if err := c.outbox.DoneInvalidations(ctx, done, cutoff); err != nil {
-		c.log.Debug("mark invalidations done", "err", err)
+		// Records younger than the grace stay, so each is sent again.
+		if err := c.outbox.DoneInvalidations(ctx, batch, c.cfg.InvalidationGrace); err != nil {
+			c.log.Debug("mark invalidations done", "err", err)
+		}
 	}
 }
 
@@ -191,13 +188,13 @@ func (c *Cache) subscribe(ctx context.Context) {
 			case *redis.Subscription:
 				if m.Kind == "subscribe" {
 					if !first {
-						c.l1.dropAll()
+						c.gens.bumpAll(c.l1.dropAll)
 						c.log.Info("invalidation channel resubscribed; L1 dropped")
 					}
 					first = false
 				}
 			case *redis.Message:
-				c.l1.drop(m.Payload)
+				c.forget(m.Payload)
 			}
 		}
 	}

@@ -12,7 +12,7 @@ type metrics struct {
 	// label lookup per request is work the hot path need not do.
 	l1Hit, l1NegHit, l1Miss prometheus.Counter
 	redis                   *prometheus.CounterVec // role, result: hit, miss, error, skipped
-	fills                   *prometheus.CounterVec // result: ok, error, skipped
+	fills                   *prometheus.CounterVec // result: ok, error, skipped, dropped
 	origin                  *prometheus.CounterVec // result: found, not_found, error (one per query)
 	shared                  prometheus.Counter
 	transitions             *prometheus.CounterVec // breaker, from, to
@@ -38,7 +38,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"role", "result"}),
 		fills: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shortener_redis_fills_total",
-			Help: "Writes of a link into Redis (master) after a miss or a create, by result.",
+			Help: "Writes of a link into Redis (master) after a miss or a create, by result; they run off the request path, and dropped counts those the full queue refused.",
 		}, []string{"result"}),
 		origin: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shortener_mysql_queries_total",
@@ -80,7 +80,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range []string{resultHit, resultMiss, resultError, resultSkipped} {
 		m.redis.WithLabelValues(roleReplica, r)
 	}
-	for _, r := range []string{"ok", "error", "skipped"} {
+	for _, r := range []string{"ok", "error", "skipped", "dropped"} {
 		m.fills.WithLabelValues(r)
 	}
 	for _, r := range []string{"found", "not_found", "error"} {

@@ -41,8 +41,10 @@ func (s *Store) Delete(ctx context.Context, code string, now time.Time) error {
 			return fmt.Errorf("delete link %s: %w: %w", code, shortener.ErrUnavailable, err)
 		}
 	}
+	// The record's time is the database's, like the leases': the grace
+	// that keeps it pending is measured on one clock for every instance.
 	if _, err := tx.ExecContext(ctx,
-		"INSERT INTO invalidations (code, created_at) VALUES (?, ?)", code, now.UTC()); err != nil {
+		"INSERT INTO invalidations (code, created_at) VALUES (?, NOW(3))", code); err != nil {
 		return fmt.Errorf("delete link %s: record invalidation: %w: %w", code, shortener.ErrUnavailable, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -51,12 +53,14 @@ func (s *Store) Delete(ctx context.Context, code string, now time.Time) error {
 	return nil
 }
 
-// PendingInvalidations returns up to limit invalidations, oldest first.
-func (s *Store) PendingInvalidations(ctx context.Context, limit int) ([]shortener.Invalidation, error) {
+// PendingInvalidations returns every code with an invalidation recorded,
+// once each with its latest record's time, oldest first. There is no
+// limit: every pending code must bypass Redis, and a code is a few bytes.
+func (s *Store) PendingInvalidations(ctx context.Context) ([]shortener.Invalidation, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	rows, err := s.db.QueryContext(ctx,
-		"SELECT code, created_at FROM invalidations ORDER BY id LIMIT ?", limit)
+		"SELECT code, MAX(created_at) AS latest FROM invalidations GROUP BY code ORDER BY latest")
 	if err != nil {
 		return nil, fmt.Errorf("pending invalidations: %w: %w", shortener.ErrUnavailable, err)
 	}
@@ -75,20 +79,21 @@ func (s *Store) PendingInvalidations(ctx context.Context, limit int) ([]shortene
 	return out, nil
 }
 
-// DoneInvalidations removes the invalidations of codes recorded before
-// before: they have reached Redis.
-func (s *Store) DoneInvalidations(ctx context.Context, codes []string, before time.Time) error {
+// DoneInvalidations removes the invalidations of codes recorded more than
+// grace ago by the database's clock: they have reached Redis, more than
+// once.
+func (s *Store) DoneInvalidations(ctx context.Context, codes []string, grace time.Duration) error {
 	if len(codes) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	args := make([]any, 0, len(codes)+1)
-	args = append(args, before.UTC())
+	args = append(args, grace.Microseconds())
 	for _, c := range codes {
 		args = append(args, c)
 	}
-	q := "DELETE FROM invalidations WHERE created_at < ? AND code IN (?" + strings.Repeat(",?", len(codes)-1) + ")"
+	q := "DELETE FROM invalidations WHERE created_at < NOW(3) - INTERVAL ? MICROSECOND AND code IN (?" + strings.Repeat(",?", len(codes)-1) + ")"
 	if _, err := s.db.ExecContext(ctx, q, args...); err != nil {
 		return fmt.Errorf("done invalidations: %w: %w", shortener.ErrUnavailable, err)
 	}

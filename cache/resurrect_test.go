@@ -1,0 +1,190 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"shortener"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// lockedOrigin is an Origin whose links tests may change while lookups
+// run.
+type lockedOrigin struct {
+	mu    sync.Mutex
+	links map[string]shortener.Link
+}
+
+func (o *lockedOrigin) Link(_ context.Context, code string) (shortener.Link, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	l, ok := o.links[code]
+	if !ok {
+		return shortener.Link{}, fmt.Errorf("get link %s: %w", code, shortener.ErrNotFound)
+	}
+	return l, nil
+}
+
+func (o *lockedOrigin) set(l shortener.Link) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.links[l.Code] = l
+}
+
+// TestFillNeverLandsAfterItsInvalidation forces the interleavings of the
+// issue: a lookup reads MySQL, then (before it fills L1) the link is
+// deleted, or created, and the cache told; the lookup's stale read must
+// not land in L1 after that. Run under -race.
+func TestFillNeverLandsAfterItsInvalidation(t *testing.T) {
+	now := time.Now()
+	live := shortener.Link{Code: "x", URL: "https://example.com/x", Redirect: 302}
+	deleted := live
+	deleted.DeletedAt = now
+	for _, tt := range []struct {
+		name   string
+		before *shortener.Link // in MySQL when the lookup reads
+		after  shortener.Link  // committed while the lookup is in flight
+		tell   func(c *Cache, l shortener.Link)
+	}{
+		{"delete during the read", &live, deleted, func(c *Cache, l shortener.Link) { c.Invalidate(context.Background(), l.Code) }},
+		{"create during a miss", nil, live, func(c *Cache, l shortener.Link) { c.Add(context.Background(), l) }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			origin := &lockedOrigin{links: map[string]shortener.Link{}}
+			if tt.before != nil {
+				origin.set(*tt.before)
+			}
+			c := newOfflineCache(t, origin, Config{L1TTL: time.Hour, L1NegativeTTL: time.Hour})
+			entered, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			c.afterOrigin = func(string) {
+				once.Do(func() { close(entered); <-release })
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				c.Resolve(context.Background(), "x") //nolint:errcheck // this lookup began before the change: either answer is its own
+			}()
+			<-entered // the lookup holds what MySQL said before the change
+			origin.set(tt.after)
+			tt.tell(c, tt.after)
+			close(release)
+			<-done
+			got, err := c.Resolve(context.Background(), "x")
+			if err != nil || got.DeletedAt != tt.after.DeletedAt {
+				t.Errorf("lookup after the change = %+v, %v; want %+v (the stale read landed in L1)", got, err, tt.after)
+			}
+		})
+	}
+}
+
+// TestEveryPendingInvalidationBypasses records more invalidations than
+// the old read limit (1,000): every one of them must be pending, so none
+// is served from a Redis copy.
+func TestEveryPendingInvalidationBypasses(t *testing.T) {
+	out := &fakeOutbox{}
+	for i := range 2500 {
+		out.invs = append(out.invs, shortener.Invalidation{Code: fmt.Sprintf("d%d", i), CreatedAt: time.Now()})
+	}
+	c := newOfflineCache(t, testLinks(1), Config{})
+	c.outbox = out
+	c.replayOnce(context.Background())
+	for _, code := range []string{"d0", "d999", "d1000", "d2499"} {
+		if !c.pending.has(code) {
+			t.Errorf("%s is not pending, so its lookups would read Redis", code)
+		}
+	}
+	if got := c.pending.len(); got != 2500 {
+		t.Errorf("%d codes pending, want 2500", got)
+	}
+}
+
+// TestCreateDoesNotWaitOnRedis: Add (a create's warm-up) and a lookup's
+// fill only queue the Redis write; nothing runs on the caller's path, the
+// queue is bounded, and nothing is queued while the write breaker is open.
+func TestCreateDoesNotWaitOnRedis(t *testing.T) {
+	c := newOfflineCache(t, testLinks(1), Config{}) // Run is not started: nothing drains the queue
+	l := shortener.Link{Code: "n", URL: "https://example.com/n", Redirect: 302}
+	c.Add(context.Background(), l)
+	if got := count(c.m.fills, "error") + count(c.m.fills, "ok"); got != 0 || len(c.fills) != 1 {
+		t.Fatalf("Add wrote to Redis on the caller's path (%v writes), queued %d; want 0 writes, 1 queued", got, len(c.fills))
+	}
+	for range fillQueue + 10 {
+		c.Add(context.Background(), l)
+	}
+	if len(c.fills) != fillQueue || count(c.m.fills, "dropped") != 11 {
+		t.Errorf("queue %d, dropped %v; want %d queued and the rest dropped", len(c.fills), count(c.m.fills, "dropped"), fillQueue)
+	}
+	c2 := newOfflineCache(t, testLinks(1), Config{})
+	c2.write.breaker.Open()
+	c2.Add(context.Background(), l)
+	if len(c2.fills) != 0 {
+		t.Errorf("with the write breaker open, %d fills were queued; want them dropped", len(c2.fills))
+	}
+}
+
+// TestCreateReachesOtherInstances: a code looked up (404) on two
+// instances, then created on one, resolves on both while their negative
+// entries would still last an hour: the creating instance drops its own,
+// the other hears the create on the invalidation channel.
+func TestCreateReachesOtherInstances(t *testing.T) {
+	a, _, s := newTestCache(t, Config{L1NegativeTTL: time.Hour})
+	origin := &lockedOrigin{links: map[string]shortener.Link{}}
+	a.origin = origin
+	b, err := New(Config{MasterName: s.MasterName(), SentinelAddrs: s.SentinelAddrs(), Timeout: testTimeout, L1NegativeTTL: time.Hour},
+		origin, &fakeOutbox{}, quietLog(), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- b.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; b.Close() })
+
+	// b's subscription must be up before the create is announced.
+	waitSubscribed(t, a, b)
+	for _, c := range []*Cache{a, b} {
+		if _, err := c.Resolve(ctx, "fresh"); !errors.Is(err, shortener.ErrNotFound) {
+			t.Fatalf("before the create: %v, want ErrNotFound", err)
+		}
+	}
+	l := shortener.Link{Code: "fresh", URL: "https://example.com/fresh", Redirect: 302}
+	origin.set(l)
+	a.Add(ctx, l)
+	if got, err := a.Resolve(ctx, "fresh"); err != nil || got.URL != l.URL {
+		t.Errorf("creating instance after the create: %+v, %v; want the link", got, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got, err := b.Resolve(ctx, "fresh")
+		if err == nil && got.URL == l.URL {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("other instance still answers %v 10 s after the create; want the link", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitSubscribed polls until a message a publishes reaches b's L1 drop.
+func waitSubscribed(t *testing.T, a, b *Cache) {
+	t.Helper()
+	probe := shortener.Link{Code: "probe", URL: "https://example.com/p", Redirect: 302}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b.l1.put(probe)
+		a.enqueue(fill{link: probe, gen: a.gens.get("probe"), announce: true})
+		time.Sleep(20 * time.Millisecond)
+		if _, ok := b.l1.get("probe"); !ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the other instance never heard the invalidation channel")
+		}
+	}
+}
