@@ -17,7 +17,7 @@ func FuzzValidateURL(f *testing.F) {
 		"https://u:p@example.com", "http://sho.rt/x", "https://[::1]:80/", "//x", "https://a.evil.example/", "\x00", ""} {
 		f.Add(s)
 	}
-	p := NewURLPolicy("http://sho.rt", nil, []string{"evil.example"})
+	p := NewURLPolicy("http://sho.rt", nil, []string{"evil.example"}, false)
 	f.Fuzz(func(t *testing.T, raw string) {
 		out, err := p.Validate(raw)
 		if err != nil {

@@ -140,7 +140,7 @@ func newTestHandler(f *fakeLinks) *Handler {
 }
 
 func newTestHandlerInv(f *fakeLinks, inv Invalidator) *Handler {
-	return mustNew(Config{BaseURL: "http://sho.rt", Instance: "app9", AnonymousCreate: true, Policy: NewURLPolicy("http://sho.rt", nil, nil)}, Deps{
+	return mustNew(Config{BaseURL: "http://sho.rt", Instance: "app9", AnonymousCreate: true, Policy: NewURLPolicy("http://sho.rt", nil, nil, false)}, Deps{
 		Resolver: f, Links: f, IDs: &seqIDs{}, Ready: f, Invalidator: inv,
 		Keys:   NewKeyring(nil, []string{"k3y", "other-k3y"}, []string{"adm1n"}, time.Second, time.Now, nil),
 		Lister: f,

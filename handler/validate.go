@@ -21,12 +21,17 @@ var idnaProfile = idna.New(idna.MapForLookup(), idna.BidiRule(), idna.Transition
 
 // URLPolicy decides which target URLs a link may point to.
 type URLPolicy struct {
-	// SelfHosts are the shortener's own host names: a link to one of them
-	// would redirect to the shortener itself (a loop, or a chain that hides
-	// the real target).
-	SelfHosts []string
-	// DenyHosts are refused, with every subdomain.
-	DenyHosts []string
+	// SelfHosts are the shortener's own hosts, names (with their
+	// subdomains) or addresses: a link to one of them would redirect to
+	// the shortener itself (a loop, or a chain that hides the real
+	// target).
+	SelfHosts []hostForm
+	// DenyHosts are refused, names with every subdomain.
+	DenyHosts []hostForm
+	// AllowLocal lets links point at loopback, unspecified and
+	// link-local addresses and at localhost names, refused by default:
+	// such a link points into the machine or network that follows it.
+	AllowLocal bool
 }
 
 // Validate checks raw and returns it in the form to store: scheme and host
@@ -77,48 +82,96 @@ func (p URLPolicy) Validate(raw string) (string, error) {
 	} else if strings.HasSuffix(u.Host, ":") {
 		return bad(CodeInvalidURL, "url has an empty port")
 	}
-	if !strings.HasPrefix(u.Host, "[") { // IP literals stay as they are
+	// One trailing dot is the same host (the DNS root); an empty label
+	// anywhere else ("example.com..", "a..b") is no host at all, and must
+	// not slip past the self and deny lists.
+	if strings.HasPrefix(host, ".") || strings.Contains(host, "..") {
+		return bad(CodeInvalidURL, "url host %q has an empty label", host)
+	}
+	if !strings.Contains(host, ":") {
+		// Names are mapped first, as browsers do: full-width digits and
+		// dots become ASCII, and may spell an address.
 		ascii, err := idnaProfile.ToASCII(host)
 		if err != nil {
 			return bad(CodeInvalidURL, "url host %q is not a valid domain name: %v", host, err)
 		}
 		host = ascii
-		if p := u.Port(); p != "" {
-			u.Host = ascii + ":" + p
-		} else {
-			u.Host = ascii
+	}
+	var form hostForm
+	if addr, isIP, ok := parseHostIP(host); isIP {
+		if !ok {
+			return bad(CodeInvalidURL, "url host %q is not a valid address", host)
+		}
+		// Stored in its one canonical spelling, as browsers would use it.
+		form.addr, host = addr, addr.String()
+		if addr.Is6() {
+			host = "[" + host + "]"
+		}
+	} else {
+		form.name = strings.TrimSuffix(strings.ToLower(host), ".")
+	}
+	if p := u.Port(); p != "" {
+		u.Host = host + ":" + p
+	} else {
+		u.Host = host
+	}
+	for _, h := range p.SelfHosts {
+		if h.matches(form, true) {
+			return bad(CodeURLLoop, "url points back at this shortener")
 		}
 	}
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	for _, h := range p.SelfHosts {
-		if host == h {
-			return bad(CodeURLLoop, "url points back at this shortener (%s)", h)
-		}
+	if !p.AllowLocal && (form.addr.IsValid() && localAddr(form.addr) || localName(form.name)) {
+		return bad(CodeURLDenied, "links to loopback, unspecified or link-local addresses are not allowed")
 	}
 	for _, h := range p.DenyHosts {
-		if host == h || strings.HasSuffix(host, "."+h) {
-			return bad(CodeURLDenied, "links to %s are not allowed", h)
+		if h.matches(form, true) {
+			return bad(CodeURLDenied, "links to this host are not allowed")
 		}
 	}
 	u.Scheme = scheme
+	// The query is kept as the client sent it, but Location must be ASCII:
+	// raw bytes past 0x7f are percent-encoded (the path and fragment are
+	// by url.URL itself).
+	u.RawQuery = escapeNonASCII(u.RawQuery)
 	out := u.String()
 	if len(out) > MaxURLLen {
 		return bad(CodeURLTooLong, "url is %d bytes once normalised; the limit is %d", len(out), MaxURLLen)
 	}
+	for i := 0; i < len(out); i++ {
+		if out[i] >= 0x80 {
+			return bad(CodeInvalidURL, "url cannot be written in ASCII")
+		}
+	}
 	return out, nil
 }
 
-// NewURLPolicy builds a policy whose self hosts are baseURL's host plus
-// extra, and normalises every host name the way Validate does.
-func NewURLPolicy(baseURL string, extraSelf, deny []string) URLPolicy {
-	norm := func(hosts []string) (out []string) {
-		for _, h := range hosts {
-			h = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(h)), ".")
-			if a, err := idnaProfile.ToASCII(h); err == nil {
-				h = a
+// escapeNonASCII percent-encodes every byte of s past 0x7f.
+func escapeNonASCII(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 {
+			if b.Len() == 0 {
+				b.WriteString(s[:i])
 			}
-			if h != "" {
-				out = append(out, h)
+			b.WriteString("%" + strings.ToUpper(strconv.FormatUint(uint64(c), 16)))
+		} else if b.Len() > 0 {
+			b.WriteByte(c)
+		}
+	}
+	if b.Len() == 0 {
+		return s
+	}
+	return b.String()
+}
+
+// NewURLPolicy builds a policy whose self hosts are baseURL's host plus
+// extra, and normalises every host the way Validate does. allowLocal
+// admits loopback, unspecified and link-local targets.
+func NewURLPolicy(baseURL string, extraSelf, deny []string, allowLocal bool) URLPolicy {
+	norm := func(hosts []string) (out []hostForm) {
+		for _, h := range hosts {
+			if f, ok := normHost(h); ok {
+				out = append(out, f)
 			}
 		}
 		return out
@@ -127,7 +180,7 @@ func NewURLPolicy(baseURL string, extraSelf, deny []string) URLPolicy {
 	if u, err := url.Parse(baseURL); err == nil && u.Hostname() != "" {
 		self = append([]string{u.Hostname()}, self...)
 	}
-	return URLPolicy{SelfHosts: norm(self), DenyHosts: norm(deny)}
+	return URLPolicy{SelfHosts: norm(self), DenyHosts: norm(deny), AllowLocal: allowLocal}
 }
 
 // unwrapURLError drops url.Error's quoting of the whole input, which would

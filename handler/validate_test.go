@@ -60,8 +60,45 @@ func TestValidateURL(t *testing.T) {
 		{"denied host", "https://evil.example/", "!" + CodeURLDenied},
 		{"denied subdomain", "https://a.b.evil.example/", "!" + CodeURLDenied},
 		{"lookalike of denied is fine", "https://notevil.example/", "https://notevil.example/"},
+
+		// Issue 16: the base URL http://127.0.0.1:8080 in every spelling,
+		// other local addresses, subdomains of self hosts, trailing dots.
+		{"localhost", "http://localhost:8080/x", "!" + CodeURLDenied},
+		{"localhost subdomain", "http://foo.localhost/", "!" + CodeURLDenied},
+		{"decimal IPv4", "http://2130706433:8080/", "!" + CodeURLLoop},
+		{"hex short IPv4", "http://0x7f.1/", "!" + CodeURLLoop},
+		{"short IPv4", "http://127.1/", "!" + CodeURLLoop},
+		{"octal IPv4", "http://0177.0.0.1/", "!" + CodeURLLoop},
+		{"hex whole IPv4", "http://0x7F000001/", "!" + CodeURLLoop},
+		{"IPv4 trailing dot", "http://127.0.0.1./", "!" + CodeURLLoop},
+		{"full-width IPv4", "http://１２７．０．０．１/", "!" + CodeURLLoop},
+		{"percent-encoded IPv4", "http://%31%32%37.0.0.1/", "!" + CodeInvalidURL},
+		{"other loopback", "http://127.0.0.2/", "!" + CodeURLDenied},
+		{"zero", "http://0/", "!" + CodeURLDenied},
+		{"unspecified", "http://0.0.0.0/", "!" + CodeURLDenied},
+		{"IPv6 loopback", "http://[::1]/", "!" + CodeURLDenied},
+		{"IPv6 loopback long", "http://[0:0:0:0:0:0:0:1]/", "!" + CodeURLDenied},
+		{"IPv6 unspecified", "http://[::]/", "!" + CodeURLDenied},
+		{"IPv4-mapped IPv6 self", "http://[::ffff:127.0.0.1]/", "!" + CodeURLLoop},
+		{"IPv4-mapped IPv6 hex", "http://[::ffff:7f00:1]/", "!" + CodeURLLoop},
+		{"link-local metadata", "http://169.254.169.254/latest", "!" + CodeURLDenied},
+		{"IPv6 link-local", "http://[fe80::1]/", "!" + CodeURLDenied},
+		{"IPv6 zone", "http://[fe80::1%25eth0]/", "!" + CodeInvalidURL},
+		{"IPv4 out of range", "http://256.1.1.1/", "!" + CodeInvalidURL},
+		{"IPv4 five parts", "http://1.2.3.4.5/", "!" + CodeInvalidURL},
+		{"bad hex part", "http://0x1g.1/", "!" + CodeInvalidURL},
+		{"self subdomain", "http://www.go.example/", "!" + CodeURLLoop},
+		{"self trailing dot", "http://go.example./", "!" + CodeURLLoop},
+		{"self trailing double dot", "http://go.example../", "!" + CodeInvalidURL},
+		{"denied trailing double dot", "http://evil.example../", "!" + CodeInvalidURL},
+		{"empty label", "http://a..evil.example/", "!" + CodeInvalidURL},
+		{"short public IPv4 normalised", "http://8.8.2056/", "http://8.8.8.8/"},
+		{"decimal public IPv4 normalised", "http://134744072/", "http://8.8.8.8/"},
+		{"raw UTF-8 in the query", "https://example.com/p?q=é", "https://example.com/p?q=%C3%A9"},
+		{"raw UTF-8 in the path", "https://example.com/é", "https://example.com/%C3%A9"},
+		{"raw UTF-8 in the fragment", "https://example.com/#é", "https://example.com/#%C3%A9"},
 	}
-	p := NewURLPolicy("http://sho.rt", []string{"go.example"}, []string{"evil.example"})
+	p := NewURLPolicy("http://127.0.0.1:8080", []string{"sho.rt", "go.example"}, []string{"evil.example"}, false)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := p.Validate(tt.in)
@@ -76,6 +113,29 @@ func TestValidateURL(t *testing.T) {
 				t.Fatalf("Validate(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestValidateURLAllowLocal: with local targets allowed (a development
+// setup), loopback addresses other than the shortener's own pass, and the
+// shortener's own still do not.
+func TestValidateURLAllowLocal(t *testing.T) {
+	p := NewURLPolicy("http://127.0.0.1:8080", nil, nil, true)
+	for in, want := range map[string]string{
+		"http://localhost:3000/x": "http://localhost:3000/x",
+		"http://127.0.0.2/":       "http://127.0.0.2/",
+		"http://[::1]:9000/":      "http://[::1]:9000/",
+		"http://127.1:8080/":      "!" + CodeURLLoop,
+	} {
+		got, err := p.Validate(in)
+		if code, ok := strings.CutPrefix(want, "!"); ok {
+			var he *Error
+			if !errors.As(err, &he) || he.Code != code {
+				t.Errorf("Validate(%q) = %q, %v; want %s", in, got, err, code)
+			}
+		} else if err != nil || got != want {
+			t.Errorf("Validate(%q) = %q, %v; want %q", in, got, err, want)
+		}
 	}
 }
 

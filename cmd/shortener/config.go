@@ -62,6 +62,7 @@ type Config struct {
 	NodeLeaseTTL  time.Duration
 	SelfHosts     []string
 	DenyHosts     []string
+	AllowLocal    bool
 
 	// Trending: who may read it, and where this instance keeps the
 	// clicks Redis has not taken yet.
@@ -178,6 +179,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.str(&c.CodeKey, "code-key", "SHORTENER_CODE_KEY", idgen.DefaultKey, "secret that permutes IDs into codes; the same on every instance, at least 16 bytes")
 	e.str(&selfHosts, "self-hosts", "SHORTENER_SELF_HOSTS", "", "comma-separated host names that also reach this shortener (links to them are loops); the base URL's host is always one")
 	e.str(&denyHosts, "deny-hosts", "SHORTENER_DENY_HOSTS", "", "comma-separated host names links may not point to (subdomains included)")
+	e.boolean(&c.AllowLocal, "allow-local-targets", "SHORTENER_ALLOW_LOCAL_TARGETS", false, "let links point at loopback, unspecified and link-local addresses and localhost names (development only)")
 	e.float(&c.CreateRate, "create-rate", "SHORTENER_CREATE_RATE", 100, "links a client address may create per second (0: no limit); nginx limits too")
 	e.int(&c.CreateBurst, "create-burst", "SHORTENER_CREATE_BURST", 200, "links a client address may create at once above the rate")
 	e.boolean(&c.Anonymous, "anonymous-create", "SHORTENER_ANONYMOUS_CREATE", true, "let clients without an API key create links")
