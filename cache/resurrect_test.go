@@ -58,7 +58,7 @@ func TestFillNeverLandsAfterItsInvalidation(t *testing.T) {
 			if tt.before != nil {
 				origin.set(*tt.before)
 			}
-			c := newOfflineCache(t, origin, Config{L1TTL: time.Hour, L1NegativeTTL: time.Hour})
+			c := newOfflineCache(t, origin, testConfig(func(c *Config) { c.L1TTL, c.L1NegativeTTL = time.Hour, time.Hour }))
 			entered, release := make(chan struct{}), make(chan struct{})
 			var once sync.Once
 			c.afterOrigin = func(string) {
@@ -90,7 +90,7 @@ func TestEveryPendingInvalidationBypasses(t *testing.T) {
 	for i := range 2500 {
 		out.invs = append(out.invs, shortener.Invalidation{Code: fmt.Sprintf("d%d", i), CreatedAt: time.Now()})
 	}
-	c := newOfflineCache(t, testLinks(1), Config{})
+	c := newOfflineCache(t, testLinks(1), testConfig())
 	c.outbox = out
 	c.replayOnce(context.Background())
 	for _, code := range []string{"d0", "d999", "d1000", "d2499"} {
@@ -107,7 +107,7 @@ func TestEveryPendingInvalidationBypasses(t *testing.T) {
 // fill only queue the Redis write; nothing runs on the caller's path, the
 // queue is bounded, and nothing is queued while the write breaker is open.
 func TestCreateDoesNotWaitOnRedis(t *testing.T) {
-	c := newOfflineCache(t, testLinks(1), Config{}) // Run is not started: nothing drains the queue
+	c := newOfflineCache(t, testLinks(1), testConfig()) // Run is not started: nothing drains the queue
 	l := shortener.Link{Code: "n", URL: "https://example.com/n", Redirect: 302}
 	c.Add(context.Background(), l)
 	if got := count(c.m.fills, "error") + count(c.m.fills, "ok"); got != 0 || len(c.fills) != 1 {
@@ -119,7 +119,7 @@ func TestCreateDoesNotWaitOnRedis(t *testing.T) {
 	if len(c.fills) != fillQueue || count(c.m.fills, "dropped") != 11 {
 		t.Errorf("queue %d, dropped %v; want %d queued and the rest dropped", len(c.fills), count(c.m.fills, "dropped"), fillQueue)
 	}
-	c2 := newOfflineCache(t, testLinks(1), Config{})
+	c2 := newOfflineCache(t, testLinks(1), testConfig())
 	c2.write.breaker.Open()
 	c2.Add(context.Background(), l)
 	if len(c2.fills) != 0 {
@@ -132,11 +132,12 @@ func TestCreateDoesNotWaitOnRedis(t *testing.T) {
 // entries would still last an hour: the creating instance drops its own,
 // the other hears the create on the invalidation channel.
 func TestCreateReachesOtherInstances(t *testing.T) {
-	a, _, s := newTestCache(t, Config{L1NegativeTTL: time.Hour})
+	a, _, s := newTestCache(t, testConfig(func(c *Config) { c.L1NegativeTTL = time.Hour }))
 	origin := &lockedOrigin{links: map[string]shortener.Link{}}
 	a.origin = origin
-	b, err := New(Config{MasterName: s.MasterName(), SentinelAddrs: s.SentinelAddrs(), Timeout: testTimeout, L1NegativeTTL: time.Hour},
-		origin, &fakeOutbox{}, quietLog(), prometheus.NewRegistry())
+	b, err := New(testConfig(func(c *Config) {
+		c.MasterName, c.SentinelAddrs, c.L1NegativeTTL = s.MasterName(), s.SentinelAddrs(), time.Hour
+	}), origin, &fakeOutbox{}, quietLog(), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
