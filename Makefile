@@ -63,8 +63,8 @@ chaos: bin/chaos
 	./bin/chaos -scenario $(SCENARIO) $(CHAOS_FLAGS)
 
 ## chaos-check: the short chaos check that make test also runs
-## (kill-master and kill-app, about 20 s each at 200 requests/s) on a stack
-## of its own, on free ports.
+## (kill-master, kill-app and term-app, about 20 s each at 200 requests/s)
+## on a stack of its own, on free ports.
 chaos-check:
 	$(TESTENV) $(GO) test -race -count=1 -run TestChaosCheck -v ./cmd/stack
 

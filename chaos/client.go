@@ -55,8 +55,8 @@ func classify(err error) Outcome {
 
 // get makes one GET of base/code and returns the status, Location and
 // X-Served-By.
-func get(c *http.Client, base, code string, timeout time.Duration) (status int, loc, servedBy string, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+func get(ctx context.Context, c *http.Client, base, code string, timeout time.Duration) (status int, loc, servedBy string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/"+code, nil)
 	if err != nil {
@@ -76,8 +76,8 @@ func get(c *http.Client, base, code string, timeout time.Duration) (status int, 
 }
 
 // redirect resolves code through base and wants 302 to url.
-func redirect(c *http.Client, base, code, url string, timeout time.Duration, r *Result) {
-	status, loc, servedBy, err := get(c, base, code, timeout)
+func redirect(ctx context.Context, c *http.Client, base, code, url string, timeout time.Duration, r *Result) {
+	status, loc, servedBy, err := get(ctx, c, base, code, timeout)
 	r.Status, r.ServedBy = status, servedBy
 	switch {
 	case err != nil:
@@ -107,8 +107,8 @@ func source(status int, servedBy string) string {
 }
 
 // miss resolves a code that was never issued and wants 404.
-func miss(c *http.Client, base, code string, timeout time.Duration, r *Result) {
-	status, _, servedBy, err := get(c, base, code, timeout)
+func miss(ctx context.Context, c *http.Client, base, code string, timeout time.Duration, r *Result) {
+	status, _, servedBy, err := get(ctx, c, base, code, timeout)
 	r.Status, r.ServedBy = status, servedBy
 	switch {
 	case err != nil:
@@ -137,11 +137,11 @@ func retryable(status int) bool {
 // errors, timeouts and 502/503/504, up to attempts POSTs. Retrying after a
 // timeout is what the key is for: the first POST may have been stored, and
 // the retry must then return that link rather than make a second.
-func create(c *http.Client, base string, timeout time.Duration, attempts int, due time.Time, r *Result) {
+func create(ctx context.Context, c *http.Client, base string, timeout time.Duration, attempts int, due time.Time, r *Result) {
 	body, _ := json.Marshal(map[string]string{"url": r.URL})
 	for attempt := 1; ; attempt++ {
 		r.Attempts = attempt
-		status, got, servedBy, retryAfter, replayed, err := post(c, base, r.Key, body, timeout)
+		status, got, servedBy, retryAfter, replayed, err := post(ctx, c, base, r.Key, body, timeout)
 		if attempt == 1 {
 			r.FirstAnswer, r.FirstStatus = time.Since(due), status
 		}
@@ -168,14 +168,19 @@ func create(c *http.Client, base string, timeout time.Duration, attempts int, du
 		if retryAfter > wait {
 			wait = min(retryAfter, retryCap)
 		}
-		time.Sleep(wait) // pacing between retries of one request, not synchronisation
+		// Pacing between retries of one request, not synchronisation.
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
 // post makes one POST of a create. replayed reports the app's
 // Idempotent-Replayed header: the answer is that of an earlier POST.
-func post(c *http.Client, base, key string, body []byte, timeout time.Duration) (status int, got created, servedBy string, retryAfter time.Duration, replayed bool, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+func post(ctx context.Context, c *http.Client, base, key string, body []byte, timeout time.Duration) (status int, got created, servedBy string, retryAfter time.Duration, replayed bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/links", bytes.NewReader(body))
 	if err != nil {

@@ -61,26 +61,26 @@ func healOrder(s *stack.Stack) []*stack.Proc {
 // WaitHealthy polls until the stack is whole: every process running, none
 // frozen or partitioned, the sentinels naming a master that reports itself
 // master with both other nodes linked to it as replicas, every app ready
-// and nginx answering. It returns the last reason it was not, if ctx ends
-// first.
-func WaitHealthy(ctx context.Context, s *stack.Stack, c *http.Client) error {
-	t := time.NewTicker(healthPoll)
-	defer t.Stop()
+// and nginx answering (the target's apps and base URL). It returns the
+// last reason it was not, if ctx ends first.
+func WaitHealthy(ctx context.Context, s *stack.Stack, t Target, c *http.Client) error {
+	tick := time.NewTicker(healthPoll)
+	defer tick.Stop()
 	for {
-		err := healthy(ctx, s, c)
+		err := healthy(ctx, s, t, c)
 		if err == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("wait healthy: %w (last: %v)", ctx.Err(), err)
-		case <-t.C:
+		case <-tick.C:
 		}
 	}
 }
 
 // healthy returns nil when the stack is whole, else the first thing wrong.
-func healthy(ctx context.Context, s *stack.Stack, c *http.Client) error {
+func healthy(ctx context.Context, s *stack.Stack, t Target, c *http.Client) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	for _, p := range s.Procs() {
@@ -122,12 +122,10 @@ func healthy(ctx context.Context, s *stack.Stack, c *http.Client) error {
 		}
 	}
 	var urls []string
-	for _, a := range s.Apps() {
-		urls = append(urls, "http://"+a.Addr()+"/readyz")
+	for _, a := range t.Apps {
+		urls = append(urls, a.URL+"/readyz")
 	}
-	if base := s.BaseURL(); base != "" {
-		urls = append(urls, base+"/healthz")
-	}
+	urls = append(urls, t.BaseURL+"/healthz")
 	for _, u := range urls {
 		if err := want200(ctx, c, u); err != nil {
 			return err

@@ -9,13 +9,95 @@ import (
 	"sync"
 	"time"
 
-	// The MySQL driver, for the read-only user the ledger checks with.
-	_ "github.com/go-sql-driver/mysql"
+	"shortener/stack"
 )
 
 // The ledger counts what was sent against what was stored. Dashboards
 // that count HTTP errors miss a create that was acknowledged and then
 // lost; only comparing the client's record with the database finds it.
+// The ledger is a list of accounts, each one an Account: creates here,
+// and whatever else a feature must not lose (see the package comment).
+
+// Account is one account of the ledger: something the load did that the
+// stack must not lose, checked after every scenario.
+type Account interface {
+	// Open is called once per scenario, on a whole, primed stack, just
+	// before the load starts: it notes what it will compare against (a
+	// count in MySQL, say) and may start traffic of its own. The Settle it
+	// returns is called once the load has stopped and the stack has been
+	// healed.
+	Open(ctx context.Context, env *Env) (Settle, error)
+}
+
+// Settle closes an account for one run: its figures, problems and checks.
+type Settle func(ctx context.Context, run *Run) (Entry, error)
+
+// Env is what an account may use: the stack, where the load went, the
+// database as the read-only user, the load's HTTP client, and the prefix
+// that every URL and Idempotency-Key of this scenario's load starts with.
+type Env struct {
+	Stack  *stack.Stack
+	Target Target
+	DB     *sql.DB
+	Client *http.Client
+	Config Config
+	// Prefix is "<run ID>-<scenario>": created URLs are
+	// https://chaos.example/<Prefix>/<n>, keys <Prefix>-<n>.
+	Prefix string
+	// Links are the pre-created links the redirects go to (Result.Link
+	// indexes them); they live across scenarios.
+	Links []Link
+}
+
+// Entry is an account's part of a report.
+type Entry struct {
+	Account string `json:"account"`
+	// Figures are shown in the report's ledger table, in order; those
+	// with a Column are also a column of the summary table.
+	Figures  []Figure  `json:"figures"`
+	Problems []Problem `json:"problems,omitempty"`
+	// Checks join the scenario's checks; a scenario may waive one by ID.
+	Checks []Check `json:"-"`
+}
+
+// Figure is one line of an account.
+type Figure struct {
+	Label string `json:"label"`
+	Value string `json:"value"`
+	// Column is the heading of the summary table's column showing this
+	// figure ("lost creates"); empty for none.
+	Column string `json:"column,omitempty"`
+}
+
+// Problem names one thing an account faults.
+type Problem struct {
+	Kind string `json:"kind"` // "lost", "duplicated", …
+	Key  string `json:"key,omitempty"`
+	URL  string `json:"url,omitempty"`
+	Code string `json:"code,omitempty"`
+	Why  string `json:"why"`
+}
+
+// Figure returns the value of the entry's figure labelled label.
+func (e Entry) Figure(label string) (string, bool) {
+	for _, f := range e.Figures {
+		if f.Label == label {
+			return f.Value, true
+		}
+	}
+	return "", false
+}
+
+// Accounts returns the accounts every run keeps.
+func Accounts() []Account {
+	return []Account{Creates{}}
+}
+
+// Creates is the account of link creation: every acknowledged create is
+// in MySQL under its code and URL, its Idempotency-Key names that code,
+// no key made two links, and the code redirects through the target after
+// the run.
+type Creates struct{}
 
 // StoredLink is a row of the links table.
 type StoredLink struct {
@@ -23,73 +105,67 @@ type StoredLink struct {
 	URL  string
 }
 
-// Resolution is how a code answered through nginx after the run.
+// Resolution is how a code answered through the target after the run.
 type Resolution struct {
 	Status   int
 	Location string
 	Err      string
 }
 
-// Ledger is the check of one run's creates and redirects.
-type Ledger struct {
-	// Acknowledged is how many creates got 201.
-	Acknowledged int `json:"acknowledged"`
-	// Stored is how many of them are in MySQL under their code and URL.
-	Stored int `json:"stored"`
-	// Lost are acknowledged creates with no row for their code: the link
-	// the client was promised does not exist.
-	Lost []Problem `json:"lost"`
-	// Mismatched are acknowledged creates whose code is stored with
-	// another URL.
-	Mismatched []Problem `json:"mismatched"`
-	// Duplicated are URLs stored more than once. Every create sends a URL
-	// of its own under a key of its own, so a second row for a URL is a
-	// key that made two links.
-	Duplicated []Problem `json:"duplicated"`
-	// Unresolved are acknowledged creates that did not redirect to their
-	// URL through nginx after the run.
-	Unresolved []Problem `json:"unresolved"`
-	// KeyMismatched are acknowledged creates whose Idempotency-Key is
-	// recorded for another code (or not at all).
-	KeyMismatched []Problem `json:"key_mismatched"`
-	// UnacknowledgedStored counts creates that did not get 201 (failed or
-	// unknown) yet are in MySQL: not a loss, but what a client that gave
-	// up without retrying would never learn.
-	UnacknowledgedStored int `json:"unacknowledged_stored"`
-	// FailedStored counts the creates among those whose client saw a
-	// definite failure (not a timeout): the "half-written" case.
-	FailedStored int `json:"failed_stored"`
-	// Retried counts creates that took more than one POST; Replayed,
-	// those acknowledged with the answer of an earlier POST of theirs
-	// (Idempotent-Replayed): the key at work.
-	Retried  int `json:"retried"`
-	Replayed int `json:"replayed"`
-	// Redirects, WrongLocation: redirects answered during the run, and
-	// those answered with a Location other than their link's URL.
-	Redirects     int `json:"redirects"`
-	WrongLocation int `json:"wrong_location"`
+// Open notes nothing: the scenario's creates are found by their prefix.
+func (Creates) Open(_ context.Context, env *Env) (Settle, error) {
+	return func(ctx context.Context, run *Run) (Entry, error) {
+		stored, err := storedLinks(ctx, env.DB, "https://chaos.example/"+env.Prefix+"/")
+		if err != nil {
+			return Entry{}, err
+		}
+		keys, err := storedKeys(ctx, env.DB, env.Prefix+"-")
+		if err != nil {
+			return Entry{}, err
+		}
+		var codes []string
+		for _, r := range run.Results {
+			if r.Kind == Create && r.Outcome == OK {
+				codes = append(codes, r.Code)
+			}
+		}
+		resolved := resolveAll(ctx, env.Client, env.Target.BaseURL, codes, env.Config.Timeout)
+		return checkCreates(run.Results, stored, keys, resolved), nil
+	}, nil
 }
 
-// Problem names one create the ledger faults.
-type Problem struct {
-	Key  string `json:"key,omitempty"`
-	URL  string `json:"url"`
-	Code string `json:"code,omitempty"`
-	Why  string `json:"why"`
+// createTally is what checkCreates counts.
+type createTally struct {
+	acked, stored, unackedStored, failedStored, retried, replayed int
+	problems                                                      []Problem
 }
 
-// OK reports whether the ledger found nothing wrong.
-func (l Ledger) OK() bool {
-	return len(l.Lost) == 0 && len(l.Mismatched) == 0 && len(l.Duplicated) == 0 &&
-		len(l.Unresolved) == 0 && len(l.KeyMismatched) == 0 && l.WrongLocation == 0
+func (t *createTally) count(kind string) int {
+	n := 0
+	for _, p := range t.problems {
+		if p.Kind == kind {
+			n++
+		}
+	}
+	return n
 }
 
-// checkLedger compares the load's results with the rows stored for its
+// The kinds of problem the creates account finds, and the checks named
+// after them.
+const (
+	problemLost       = "lost"
+	problemMismatched = "mismatched"
+	problemDuplicated = "duplicated"
+	problemKey        = "key-mismatched"
+	problemUnresolved = "unresolved"
+)
+
+// checkCreates compares the load's results with the rows stored for its
 // URLs (stored), the Idempotency-Key table (keys: key -> code) and how
 // each acknowledged code resolved after the run (resolved). It is pure, so
 // it can be tested on hand-made inputs.
-func checkLedger(results []Result, stored []StoredLink, keys map[string]string, resolved map[string]Resolution) Ledger {
-	var l Ledger
+func checkCreates(results []Result, stored []StoredLink, keys map[string]string, resolved map[string]Resolution) Entry {
+	var t createTally
 	byURL := map[string][]string{} // URL -> codes stored for it
 	byCode := map[string]string{}  // code -> URL stored
 	for _, s := range stored {
@@ -97,54 +173,42 @@ func checkLedger(results []Result, stored []StoredLink, keys map[string]string, 
 		byCode[s.Code] = s.URL
 	}
 	for _, r := range results {
-		switch r.Kind {
-		case Redirect:
-			if r.Outcome != Unknown {
-				l.Redirects++
-			}
-			if r.WrongLocation {
-				l.WrongLocation++
-			}
-			continue
-		case Create:
-		default:
+		if r.Kind != Create {
 			continue
 		}
 		if r.Attempts > 1 {
-			l.Retried++
+			t.retried++
 		}
 		if r.Replayed {
-			l.Replayed++
+			t.replayed++
 		}
 		if r.Outcome != OK {
 			if len(byURL[r.URL]) > 0 {
-				l.UnacknowledgedStored++
+				t.unackedStored++
 				if r.Outcome == Failed {
-					l.FailedStored++
+					t.failedStored++
 				}
 			}
 			continue
 		}
-		l.Acknowledged++
-		p := Problem{Key: r.Key, URL: r.URL, Code: r.Code}
+		t.acked++
+		p := func(kind, why string) {
+			t.problems = append(t.problems, Problem{Kind: kind, Key: r.Key, URL: r.URL, Code: r.Code, Why: why})
+		}
 		url, ok := byCode[r.Code]
 		switch {
 		case !ok:
-			p.Why = "acknowledged with 201 but no row has its code"
-			l.Lost = append(l.Lost, p)
+			p(problemLost, "acknowledged with 201 but no row has its code")
 		case url != r.URL:
-			p.Why = fmt.Sprintf("its code is stored with URL %q", url)
-			l.Mismatched = append(l.Mismatched, p)
+			p(problemMismatched, fmt.Sprintf("its code is stored with URL %q", url))
 		default:
-			l.Stored++
+			t.stored++
 		}
 		if k, ok := keys[r.Key]; !ok || k != r.Code {
-			p.Why = fmt.Sprintf("Idempotency-Key recorded for code %q (present: %v)", k, ok)
-			l.KeyMismatched = append(l.KeyMismatched, p)
+			p(problemKey, fmt.Sprintf("Idempotency-Key recorded for code %q (present: %v)", k, ok))
 		}
 		if res, ok := resolved[r.Code]; !ok || res.Status != http.StatusFound || res.Location != r.URL {
-			p.Why = fmt.Sprintf("resolves to %d %q (%s), want 302 to its URL", res.Status, res.Location, res.Err)
-			l.Unresolved = append(l.Unresolved, p)
+			p(problemUnresolved, fmt.Sprintf("resolves to %d %q (%s), want 302 to its URL", res.Status, res.Location, res.Err))
 		}
 	}
 	urls := make([]string, 0, len(byURL))
@@ -155,35 +219,43 @@ func checkLedger(results []Result, stored []StoredLink, keys map[string]string, 
 	for _, u := range urls {
 		if codes := byURL[u]; len(codes) > 1 {
 			sort.Strings(codes)
-			l.Duplicated = append(l.Duplicated, Problem{URL: u, Why: fmt.Sprintf("stored %d times, codes %v", len(codes), codes)})
+			t.problems = append(t.problems, Problem{Kind: problemDuplicated, URL: u, Why: fmt.Sprintf("stored %d times, codes %v", len(codes), codes)})
 		}
 	}
-	return l
-}
 
-// ledgerDB reads what the ledger compares against, as the read-only user.
-type ledgerDB struct {
-	db *sql.DB
-}
-
-// openLedgerDB opens dsn, which should be a user that can only SELECT.
-func openLedgerDB(dsn string) (*ledgerDB, error) {
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		return nil, fmt.Errorf("open ledger database: %w", err)
+	n := fmt.Sprint
+	e := Entry{Account: "creates", Problems: t.problems}
+	e.Figures = []Figure{
+		{Label: "creates acknowledged (201)", Value: n(t.acked)},
+		{Label: "of those, in MySQL under their code and URL", Value: n(t.stored)},
+		{Label: "lost (acknowledged, no row)", Value: n(t.count(problemLost)), Column: "lost creates"},
+		{Label: "stored with another URL", Value: n(t.count(problemMismatched))},
+		{Label: "URLs stored twice (a key that made two links)", Value: n(t.count(problemDuplicated))},
+		{Label: "key recorded for another code", Value: n(t.count(problemKey))},
+		{Label: "acknowledged but not redirecting to their URL after the run", Value: n(t.count(problemUnresolved))},
+		{Label: "not acknowledged (failed or unknown) yet stored", Value: fmt.Sprintf("%d (%d of them failed, not timed out)", t.unackedStored, t.failedStored)},
+		{Label: "creates that took more than one POST (same key)", Value: n(t.retried)},
+		{Label: "acknowledged with the answer of an earlier POST (Idempotent-Replayed)", Value: n(t.replayed)},
 	}
-	db.SetMaxOpenConns(2)
-	return &ledgerDB{db: db}, nil
+	zero := func(id, what string, got int, of string) {
+		e.Checks = append(e.Checks, Check{ID: id, What: what, Want: "0", Got: n(got) + of, OK: got == 0, Required: true})
+	}
+	of := fmt.Sprintf(" of %d", t.acked)
+	zero("creates.lost", "acknowledged creates lost (no row in MySQL)", t.count(problemLost), of)
+	zero("creates.mismatched", "acknowledged codes stored with another URL", t.count(problemMismatched), "")
+	zero("creates.duplicated", "idempotency keys that made two links", t.count(problemDuplicated), "")
+	zero("creates.key", "acknowledged creates whose key names another code", t.count(problemKey), "")
+	zero("creates.unresolved", "acknowledged creates that do not redirect to their URL after the run", t.count(problemUnresolved), of)
+	zero("creates.half-written", "creates that failed for the client but were stored (half-written)", t.failedStored, "")
+	return e
 }
 
-func (d *ledgerDB) Close() error { return d.db.Close() }
-
-// links returns every link whose URL starts with prefix. The URLs a load
-// creates embed its run ID and scenario, so the prefix selects exactly
-// them; the scan is fine for the tens of thousands of rows a local stack
-// holds.
-func (d *ledgerDB) links(ctx context.Context, prefix string) ([]StoredLink, error) {
-	rows, err := d.db.QueryContext(ctx, "SELECT code, url FROM links WHERE url LIKE CONCAT(?, '%')", prefix)
+// storedLinks returns every link whose URL starts with prefix. The URLs a
+// load creates embed its run ID and scenario, so the prefix selects
+// exactly them; the scan is fine for the tens of thousands of rows a local
+// stack holds.
+func storedLinks(ctx context.Context, db *sql.DB, prefix string) ([]StoredLink, error) {
+	rows, err := db.QueryContext(ctx, "SELECT code, url FROM links WHERE url LIKE CONCAT(?, '%')", prefix)
 	if err != nil {
 		return nil, fmt.Errorf("query links: %w", err)
 	}
@@ -202,9 +274,10 @@ func (d *ledgerDB) links(ctx context.Context, prefix string) ([]StoredLink, erro
 	return out, nil
 }
 
-// keys returns the code recorded for every Idempotency-Key with prefix.
-func (d *ledgerDB) keys(ctx context.Context, prefix string) (map[string]string, error) {
-	rows, err := d.db.QueryContext(ctx, "SELECT idem_key, code FROM idempotency_keys WHERE idem_key LIKE CONCAT(?, '%')", prefix)
+// storedKeys returns the code recorded for every Idempotency-Key with
+// prefix.
+func storedKeys(ctx context.Context, db *sql.DB, prefix string) (map[string]string, error) {
+	rows, err := db.QueryContext(ctx, "SELECT idem_key, code FROM idempotency_keys WHERE idem_key LIKE CONCAT(?, '%')", prefix)
 	if err != nil {
 		return nil, fmt.Errorf("query idempotency keys: %w", err)
 	}
@@ -225,7 +298,7 @@ func (d *ledgerDB) keys(ctx context.Context, prefix string) (map[string]string, 
 
 // resolveAll resolves every code through base with a few workers and
 // returns how each answered.
-func resolveAll(c *http.Client, base string, codes []string, timeout time.Duration) map[string]Resolution {
+func resolveAll(ctx context.Context, c *http.Client, base string, codes []string, timeout time.Duration) map[string]Resolution {
 	const workers = 8
 	out := make(map[string]Resolution, len(codes))
 	var mu sync.Mutex
@@ -234,7 +307,7 @@ func resolveAll(c *http.Client, base string, codes []string, timeout time.Durati
 	for range workers {
 		wg.Go(func() {
 			for code := range work {
-				status, loc, _, err := get(c, base, code, timeout)
+				status, loc, _, err := get(ctx, c, base, code, timeout)
 				res := Resolution{Status: status, Location: loc}
 				if err != nil {
 					res.Err = err.Error()

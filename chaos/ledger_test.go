@@ -32,14 +32,51 @@ func ledgerFixture() ([]Result, []StoredLink, map[string]string, map[string]Reso
 	return results, stored, keys, resolved
 }
 
-func TestLedgerClean(t *testing.T) {
-	l := checkLedger(ledgerFixture())
-	if !l.OK() {
-		t.Fatalf("clean run: ledger finds problems: %+v", l)
+// failing returns the IDs of e's checks that failed.
+func failing(e Entry) []string {
+	var out []string
+	for _, c := range e.Checks {
+		if !c.OK {
+			out = append(out, c.ID)
+		}
 	}
-	if l.Acknowledged != 3 || l.Stored != 3 || l.Redirects != 1 || l.UnacknowledgedStored != 0 || l.Retried != 1 {
-		t.Errorf("clean run: acknowledged %d stored %d redirects %d unacknowledged-stored %d retried %d, want 3 3 1 0 1",
-			l.Acknowledged, l.Stored, l.Redirects, l.UnacknowledgedStored, l.Retried)
+	return out
+}
+
+// problems returns e's problems of kind.
+func problems(e Entry, kind string) []Problem {
+	var out []Problem
+	for _, p := range e.Problems {
+		if p.Kind == kind {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func figure(t *testing.T, e Entry, label string) string {
+	t.Helper()
+	v, ok := e.Figure(label)
+	if !ok {
+		t.Fatalf("no figure %q in %+v", label, e.Figures)
+	}
+	return v
+}
+
+func TestLedgerClean(t *testing.T) {
+	e := checkCreates(ledgerFixture())
+	if f := failing(e); len(f) > 0 || len(e.Problems) > 0 {
+		t.Fatalf("clean run: checks %v fail, problems %+v", f, e.Problems)
+	}
+	for label, want := range map[string]string{
+		"creates acknowledged (201)":                      "3",
+		"of those, in MySQL under their code and URL":     "3",
+		"lost (acknowledged, no row)":                     "0",
+		"creates that took more than one POST (same key)": "1",
+	} {
+		if got := figure(t, e, label); got != want {
+			t.Errorf("%s = %s, want %s", label, got, want)
+		}
 	}
 }
 
@@ -50,15 +87,19 @@ func TestLedgerFindsLostCreate(t *testing.T) {
 	stored = []StoredLink{stored[0], stored[2]} // c2 never reached MySQL
 	delete(keys, "k2")
 	resolved["c2"] = Resolution{Status: http.StatusNotFound}
-	l := checkLedger(results, stored, keys, resolved)
-	if len(l.Lost) != 1 || l.Lost[0].Code != "c2" || l.Lost[0].Key != "k2" {
-		t.Fatalf("lost = %+v, want exactly c2 (key k2)", l.Lost)
+	e := checkCreates(results, stored, keys, resolved)
+	lost := problems(e, problemLost)
+	if len(lost) != 1 || lost[0].Code != "c2" || lost[0].Key != "k2" {
+		t.Fatalf("lost = %+v, want exactly c2 (key k2)", lost)
 	}
-	if l.Stored != 2 || l.OK() {
-		t.Errorf("stored %d, OK %v; want 2 and false", l.Stored, l.OK())
+	if got := figure(t, e, "lost (acknowledged, no row)"); got != "1" {
+		t.Errorf("lost figure = %s, want 1", got)
 	}
-	if len(l.Unresolved) != 1 || !strings.Contains(l.Unresolved[0].Why, "404") {
-		t.Errorf("unresolved = %+v, want c2 answering 404", l.Unresolved)
+	if f := strings.Join(failing(e), " "); !strings.Contains(f, "creates.lost") || !strings.Contains(f, "creates.unresolved") {
+		t.Errorf("failing checks %q, want creates.lost and creates.unresolved", f)
+	}
+	if u := problems(e, problemUnresolved); len(u) != 1 || !strings.Contains(u[0].Why, "404") {
+		t.Errorf("unresolved = %+v, want c2 answering 404", u)
 	}
 }
 
@@ -68,80 +109,60 @@ func TestLedgerFindsLostCreate(t *testing.T) {
 func TestLedgerFindsKeyThatMadeTwoLinks(t *testing.T) {
 	results, stored, keys, resolved := ledgerFixture()
 	stored = append(stored, StoredLink{"c3bis", "https://x/3"})
-	l := checkLedger(results, stored, keys, resolved)
-	if len(l.Duplicated) != 1 || l.Duplicated[0].URL != "https://x/3" || !strings.Contains(l.Duplicated[0].Why, "c3bis") {
-		t.Fatalf("duplicated = %+v, want https://x/3 stored as c3 and c3bis", l.Duplicated)
-	}
-	if l.OK() {
-		t.Error("ledger OK with a duplicated link, want not OK")
+	e := checkCreates(results, stored, keys, resolved)
+	d := problems(e, problemDuplicated)
+	if len(d) != 1 || d[0].URL != "https://x/3" || !strings.Contains(d[0].Why, "c3bis") {
+		t.Fatalf("duplicated = %+v, want https://x/3 stored as c3 and c3bis", d)
 	}
 	// The client's own link is still there: a duplicate is not a loss.
-	if len(l.Lost) != 0 {
-		t.Errorf("lost = %+v, want none", l.Lost)
+	if f := failing(e); len(f) != 1 || f[0] != "creates.duplicated" {
+		t.Errorf("failing checks %v, want only creates.duplicated", f)
 	}
 }
 
 func TestLedgerFindsOtherFaults(t *testing.T) {
 	tests := []struct {
 		name  string
-		spoil func(results []Result, stored []StoredLink, keys map[string]string, resolved map[string]Resolution) []StoredLink
-		check func(Ledger) bool
+		spoil func(stored []StoredLink, keys map[string]string, resolved map[string]Resolution)
+		check string
 	}{
-		{
-			"code stored with another URL",
-			func(_ []Result, stored []StoredLink, _ map[string]string, _ map[string]Resolution) []StoredLink {
-				stored[0].URL = "https://x/other"
-				return stored
-			},
-			func(l Ledger) bool { return len(l.Mismatched) == 1 && l.Mismatched[0].Code == "c1" },
-		},
-		{
-			"key recorded for another code",
-			func(_ []Result, stored []StoredLink, keys map[string]string, _ map[string]Resolution) []StoredLink {
-				keys["k1"] = "c9"
-				return stored
-			},
-			func(l Ledger) bool { return len(l.KeyMismatched) == 1 && l.KeyMismatched[0].Key == "k1" },
-		},
-		{
-			"redirect to the wrong place after the run",
-			func(_ []Result, stored []StoredLink, _ map[string]string, resolved map[string]Resolution) []StoredLink {
-				resolved["c3"] = Resolution{Status: 302, Location: "https://x/1"}
-				return stored
-			},
-			func(l Ledger) bool { return len(l.Unresolved) == 1 && l.Unresolved[0].Code == "c3" },
-		},
-		{
-			"wrong Location during the run",
-			func(results []Result, stored []StoredLink, _ map[string]string, _ map[string]Resolution) []StoredLink {
-				results[4].Outcome, results[4].WrongLocation = Failed, true
-				return stored
-			},
-			func(l Ledger) bool { return l.WrongLocation == 1 },
-		},
+		{"code stored with another URL", func(stored []StoredLink, _ map[string]string, _ map[string]Resolution) {
+			stored[0].URL = "https://x/other"
+		}, "creates.mismatched"},
+		{"key recorded for another code", func(_ []StoredLink, keys map[string]string, _ map[string]Resolution) {
+			keys["k1"] = "c9"
+		}, "creates.key"},
+		{"redirect to the wrong place after the run", func(_ []StoredLink, _ map[string]string, resolved map[string]Resolution) {
+			resolved["c3"] = Resolution{Status: 302, Location: "https://x/1"}
+		}, "creates.unresolved"},
 	}
 	for _, tt := range tests {
 		results, stored, keys, resolved := ledgerFixture()
-		stored = tt.spoil(results, stored, keys, resolved)
-		l := checkLedger(results, stored, keys, resolved)
-		if !tt.check(l) || l.OK() {
-			t.Errorf("%s: ledger %+v does not report it", tt.name, l)
+		tt.spoil(stored, keys, resolved)
+		e := checkCreates(results, stored, keys, resolved)
+		if f := failing(e); len(f) != 1 || f[0] != tt.check {
+			t.Errorf("%s: failing checks %v, want %s", tt.name, f, tt.check)
 		}
 	}
 }
 
 // TestLedgerCountsUnacknowledgedButStored: a create that timed out (or
 // failed) may still have been stored. That is not a loss, but the ledger
-// counts it, and tells a definite failure (half-written) from a timeout.
+// counts it, and a definite failure that was stored (half-written) fails
+// its check.
 func TestLedgerCountsUnacknowledgedButStored(t *testing.T) {
 	results, stored, keys, resolved := ledgerFixture()
 	results = append(results, Result{Kind: Create, Outcome: Unknown, Key: "k5", URL: "https://x/5"})
-	stored = append(stored, StoredLink{"c4", "https://x/4"}, StoredLink{"c5", "https://x/5"})
-	l := checkLedger(results, stored, keys, resolved)
-	if l.UnacknowledgedStored != 2 || l.FailedStored != 1 {
-		t.Errorf("unacknowledged stored %d, failed stored %d; want 2 and 1", l.UnacknowledgedStored, l.FailedStored)
+	stored = append(stored, StoredLink{"c5", "https://x/5"})
+	e := checkCreates(results, stored, keys, resolved)
+	if got := figure(t, e, "not acknowledged (failed or unknown) yet stored"); got != "1 (0 of them failed, not timed out)" {
+		t.Errorf("unacknowledged stored = %q", got)
 	}
-	if !l.OK() {
-		t.Errorf("ledger not OK for stored unacknowledged creates, want OK: %+v", l)
+	if f := failing(e); len(f) > 0 {
+		t.Errorf("failing checks %v for a timed-out create that was stored, want none", f)
+	}
+	stored = append(stored, StoredLink{"c4", "https://x/4"})
+	if f := failing(checkCreates(results, stored, keys, resolved)); len(f) != 1 || f[0] != "creates.half-written" {
+		t.Errorf("failing checks %v for a failed create that was stored, want creates.half-written", f)
 	}
 }

@@ -1,13 +1,3 @@
-// Package chaos runs the shortener's chaos scenarios: open-model load
-// through nginx, a fault injected on the local stack while the load runs,
-// and a report a user can trust — every request counted (including those
-// that never got an answer), latency timed from when each request was due,
-// and a ledger that checks every acknowledged create against MySQL.
-//
-// It talks to the stack only as a user and an operator would: HTTP to
-// 127.0.0.1 (nginx for the load, each app's /metrics for its breakers and
-// tiers), the stack package's process controls for the faults, and a
-// read-only MySQL user for the ledger.
 package chaos
 
 import (
@@ -165,18 +155,9 @@ func (c LoadConfig) validate() error {
 
 // Load is an open-model load in progress: requests are due at a constant
 // rate whatever the server does, as real users arrive whether or not the
-// last one was served.
-//
-// The pacer is written here rather than taken from vegeta, the model for
-// it, because vegeta times each request from the moment a worker sends it.
-// When the server stalls, requests queue for a worker and the queueing is
-// not in their latency: the stall shows up as fewer requests, the
-// coordinated-omission error this run exists to avoid. Here every latency
-// runs from the request's intended send time, requests beyond the
-// in-flight bound are counted as Unknown rather than skipped, and each
-// create carries its own Idempotency-Key through its retries, which
-// vegeta's targeters do not model.
+// last one was served (see "The pacer" in the package comment).
 type Load struct {
+	ctx    context.Context
 	cfg    LoadConfig
 	client *http.Client
 	start  time.Time
@@ -195,12 +176,15 @@ type Load struct {
 }
 
 // StartLoad starts sending cfg's load with client, which must not follow
-// redirects, and returns at once. The load runs until Stop.
-func StartLoad(cfg LoadConfig, client *http.Client) (*Load, error) {
+// redirects, and returns at once. The load runs until Stop; ending ctx
+// ends the requests in flight too (they count as unknown), so it is the
+// run's context, not one that Stop's caller cancels.
+func StartLoad(ctx context.Context, cfg LoadConfig, client *http.Client) (*Load, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("start load: %w", err)
 	}
 	l := &Load{
+		ctx:      ctx,
 		cfg:      cfg,
 		client:   client,
 		start:    time.Now(),
@@ -279,12 +263,12 @@ func (l *Load) send(r *Result) {
 	switch r.Kind {
 	case Redirect:
 		link := l.cfg.Links[r.Link]
-		redirect(l.client, l.cfg.BaseURL, link.Code, link.URL, l.cfg.Timeout, r)
+		redirect(l.ctx, l.client, l.cfg.BaseURL, link.Code, link.URL, l.cfg.Timeout, r)
 	case Miss:
 		missCode := fmt.Sprintf("chaos-miss-%s-%d", l.cfg.Prefix, r.Seq)
-		miss(l.client, l.cfg.BaseURL, missCode, l.cfg.Timeout, r)
+		miss(l.ctx, l.client, l.cfg.BaseURL, missCode, l.cfg.Timeout, r)
 	case Create:
-		create(l.client, l.cfg.BaseURL, l.cfg.Timeout, l.cfg.CreateAttempts, due, r)
+		create(l.ctx, l.client, l.cfg.BaseURL, l.cfg.Timeout, l.cfg.CreateAttempts, due, r)
 	}
 	r.Latency = time.Since(due)
 }

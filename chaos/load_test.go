@@ -81,7 +81,7 @@ func TestStallIsLatencyNotFewerRequests(t *testing.T) {
 	defer srv.Close()
 	cfg := testLoad(srv.URL)
 	cfg.MaxInFlight = 4
-	l, err := StartLoad(cfg, NewClient(cfg.MaxInFlight))
+	l, err := StartLoad(context.Background(), cfg, NewClient(cfg.MaxInFlight))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestCreateRetriesWithTheSameKey(t *testing.T) {
 	defer srv.Close()
 	cfg := testLoad(srv.URL)
 	cfg.CreateShare = 1
-	l, err := StartLoad(cfg, NewClient(cfg.MaxInFlight))
+	l, err := StartLoad(context.Background(), cfg, NewClient(cfg.MaxInFlight))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestOutcomes(t *testing.T) {
 	}))
 	defer slow.Close()
 	var res Result
-	redirect(NewClient(1), slow.URL, "a", "https://x/a", 50*time.Millisecond, &res)
+	redirect(context.Background(), NewClient(1), slow.URL, "a", "https://x/a", 50*time.Millisecond, &res)
 	if res.Outcome != Unknown {
 		t.Errorf("timed-out redirect: outcome %v (%s), want unknown", res.Outcome, res.Err)
 	}
@@ -192,7 +192,7 @@ func TestOutcomes(t *testing.T) {
 	closed := "http://" + ln.Addr().String()
 	ln.Close()
 	res = Result{}
-	redirect(NewClient(1), closed, "a", "https://x/a", time.Second, &res)
+	redirect(context.Background(), NewClient(1), closed, "a", "https://x/a", time.Second, &res)
 	if res.Outcome != Failed {
 		t.Errorf("refused redirect: outcome %v (%s), want failed", res.Outcome, res.Err)
 	}
@@ -203,13 +203,13 @@ func TestOutcomes(t *testing.T) {
 	}))
 	defer wrong.Close()
 	res = Result{}
-	redirect(NewClient(1), wrong.URL, "a", "https://x/a", time.Second, &res)
+	redirect(context.Background(), NewClient(1), wrong.URL, "a", "https://x/a", time.Second, &res)
 	if res.Outcome != Failed || !res.WrongLocation {
 		t.Errorf("wrong Location: outcome %v wrong %v, want failed and marked", res.Outcome, res.WrongLocation)
 	}
 
 	res = Result{}
-	miss(NewClient(1), wrong.URL, "zz", time.Second, &res)
+	miss(context.Background(), NewClient(1), wrong.URL, "zz", time.Second, &res)
 	if res.Outcome != Failed || res.Status != 302 {
 		t.Errorf("miss answered 302: outcome %v status %d, want failed", res.Outcome, res.Status)
 	}
@@ -229,7 +229,7 @@ func TestPaceKeepsTheRate(t *testing.T) {
 	defer srv.Close()
 	cfg := testLoad(srv.URL)
 	cfg.Rate, cfg.CreateShare, cfg.MissShare = 500, 0.2, 0.2
-	l, err := StartLoad(cfg, NewClient(cfg.MaxInFlight))
+	l, err := StartLoad(context.Background(), cfg, NewClient(cfg.MaxInFlight))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +264,7 @@ func TestLoadConfigRejects(t *testing.T) {
 	} {
 		c := good
 		spoil(&c)
-		if _, err := StartLoad(c, nil); err == nil {
+		if _, err := StartLoad(context.Background(), c, nil); err == nil {
 			t.Errorf("%s: StartLoad accepted it", name)
 		}
 	}

@@ -22,7 +22,7 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 	if r.Holds {
 		p("**Verdict: the row holds.** Every required check below passed.\n\n")
 	} else {
-		p("**Verdict: the row does not hold.** %s\n\n", strings.Join(r.failures(), " "))
+		p("**Verdict: the row does not hold.** %s\n\n", strings.Join(r.Failures(), " "))
 	}
 	p("- **DESIGN.md promises:** %s.\n", r.Expect)
 	p("- **What the run did:** %s.\n", r.Does)
@@ -47,6 +47,9 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 			res = "noted"
 		case !c.Required:
 			res = "info"
+		}
+		if c.Timing && !r.Settings.EnforceTiming {
+			res += " (timing, reported)"
 		}
 		p("| %s | %s | %s | %s |\n", c.What, c.Want, c.Got, res)
 	}
@@ -76,6 +79,9 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 	p("\n## Failover and recovery\n\n")
 	if r.Failover != nil {
 		p("- Sentinels promoted a replica **%s** after %s.\n", ms(*r.Failover), r.FailoverFrom)
+	}
+	if r.SecondFailover != nil {
+		p("- After the promoted master was killed too, the sentinels promoted the last node **%s** later.\n", ms(*r.SecondFailover))
 	}
 	if r.RedisBackAt != nil {
 		p("- Redis available again at %.2f s. Per app, time until its counters moved again (read from /metrics every %s, so up to that late):\n\n",
@@ -127,37 +133,22 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 
 	// The ledger is shown whole, zeros included: "0 lost" is a measured
 	// figure, and its absence would read as "not checked".
-	l := r.Ledger
 	p("\n## Ledger\n\n")
 	if r.LedgerError != "" {
 		p("Not checked: %s\n", r.LedgerError)
-	} else {
-		p("Every create's outcome against MySQL (read-only user) and nginx, after the run:\n\n")
-		p("| | count |\n|---|---|\n")
-		p("| creates acknowledged (201) | %d |\n", l.Acknowledged)
-		p("| of those, in MySQL under their code and URL | %d |\n", l.Stored)
-		p("| lost (acknowledged, no row) | %d |\n", len(l.Lost))
-		p("| stored with another URL | %d |\n", len(l.Mismatched))
-		p("| URLs stored twice (a key that made two links) | %d |\n", len(l.Duplicated))
-		p("| key recorded for another code | %d |\n", len(l.KeyMismatched))
-		p("| acknowledged but not redirecting to their URL through nginx | %d |\n", len(l.Unresolved))
-		p("| not acknowledged (failed or unknown) yet stored | %d (%d of them failed, not timed out) |\n", l.UnacknowledgedStored, l.FailedStored)
-		p("| creates that took more than one POST (same key) | %d |\n", l.Retried)
-		p("| acknowledged with the answer of an earlier POST (Idempotent-Replayed) | %d |\n", l.Replayed)
-		p("| redirects answered | %d |\n", l.Redirects)
-		p("| redirects with a wrong Location | %d |\n", l.WrongLocation)
-		for _, set := range []struct {
-			name string
-			ps   []Problem
-		}{{"Lost", l.Lost}, {"Mismatched", l.Mismatched}, {"Duplicated", l.Duplicated}, {"Key mismatched", l.KeyMismatched}, {"Unresolved", l.Unresolved}} {
-			if len(set.ps) == 0 {
-				continue
-			}
-			p("\n%s (first %d of %d):\n\n", set.name, min(maxListed, len(set.ps)), len(set.ps))
-			for _, pr := range set.ps[:min(maxListed, len(set.ps))] {
-				p("- `%s` %s %s: %s\n", pr.Code, pr.Key, pr.URL, pr.Why)
+	}
+	for _, e := range r.Ledger {
+		p("**%s**, checked against MySQL (read-only user) and through nginx after the run:\n\n| | count |\n|---|---|\n", e.Account)
+		for _, f := range e.Figures {
+			p("| %s | %s |\n", f.Label, f.Value)
+		}
+		if len(e.Problems) > 0 {
+			p("\nProblems (first %d of %d):\n\n", min(maxListed, len(e.Problems)), len(e.Problems))
+			for _, pr := range e.Problems[:min(maxListed, len(e.Problems))] {
+				p("- %s: `%s` %s %s: %s\n", pr.Kind, pr.Code, pr.Key, pr.URL, pr.Why)
 			}
 		}
+		p("\n")
 	}
 
 	p("\n## Errors\n\n")
@@ -180,8 +171,9 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 	return err
 }
 
-// failures lists the required checks that failed and the run's errors.
-func (r *Report) failures() []string {
+// Failures lists the required checks that failed and the run's errors:
+// why the row does not hold, empty when it does.
+func (r *Report) Failures() []string {
 	var out []string
 	for _, c := range r.Checks {
 		if c.Required && !c.OK {

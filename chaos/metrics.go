@@ -1,16 +1,18 @@
 package chaos
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // The series a scrape keeps, by the key it stores them under. The names
@@ -96,10 +98,23 @@ func (s *Scraper) Stop() []Sample {
 	return out
 }
 
-// scrape reads one app's /metrics, bounded by timeout.
+// scrape reads one app's /metrics, bounded by timeout, and keeps the
+// series a run needs.
 func scrape(c *http.Client, base string, timeout time.Duration) (map[string]float64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	m, err := Scrape(ctx, c, base)
+	if err != nil {
+		return nil, err
+	}
+	return m.keep(), nil
+}
+
+// Metrics is one scrape of an app's /metrics, by metric family.
+type Metrics map[string]*dto.MetricFamily
+
+// Scrape reads base's /metrics ("http://127.0.0.1:8081").
+func Scrape(ctx context.Context, c *http.Client, base string) (Metrics, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
 		return nil, err
@@ -112,113 +127,85 @@ func scrape(c *http.Client, base string, timeout time.Duration) (map[string]floa
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("scrape %s: status %d", base, resp.StatusCode)
 	}
-	vals, err := parseMetrics(resp.Body)
+	m, err := ParseMetrics(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("scrape %s: %w", base, err)
 	}
-	return vals, nil
+	return m, nil
 }
 
-// parseMetrics reads the Prometheus text format and keeps the series a
-// run needs, under the keys above.
-func parseMetrics(r io.Reader) (map[string]float64, error) {
-	vals := map[string]float64{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		name, labels, value, err := parseSample(line)
-		if err != nil {
-			return nil, err
-		}
-		switch name {
-		case "shortener_lookups_total":
-			vals[keyLookups] += value
-		case "shortener_redis_lookups_total":
-			if labels["result"] == "hit" {
-				vals[keyHits] += value
-			}
-		case "shortener_redis_fills_total":
-			if labels["result"] == "ok" {
-				vals[keyFillsOK] += value
-			}
-		case "shortener_mysql_queries_total":
-			vals[keyMySQL] += value
-		case "shortener_breaker_state":
-			vals[keyState+labels["breaker"]] = value
-		case "shortener_breaker_transitions_total":
-			vals[keyTrans+labels["breaker"]+"/"+labels["from"]+"/"+labels["to"]] = value
-		case "shortener_sentinel_events_total":
-			if labels["event"] == "switch_master" {
-				vals[keySwitched] = value
-			}
-		}
-	}
-	return vals, sc.Err()
-}
-
-// parseSample splits one sample line, `name{a="x",b="y"} value [ts]`.
-func parseSample(line string) (name string, labels map[string]string, value float64, err error) {
-	labels = map[string]string{}
-	rest := line
-	if i := strings.IndexAny(line, "{ "); i < 0 {
-		return "", nil, 0, fmt.Errorf("metrics line %q: no value", line)
-	} else {
-		name, rest = line[:i], line[i:]
-	}
-	if strings.HasPrefix(rest, "{") {
-		rest = rest[1:]
-		for {
-			rest = strings.TrimLeft(rest, " ,")
-			if strings.HasPrefix(rest, "}") {
-				rest = rest[1:]
-				break
-			}
-			eq := strings.Index(rest, `="`)
-			if eq < 0 {
-				return "", nil, 0, fmt.Errorf("metrics line %q: bad labels", line)
-			}
-			key := rest[:eq]
-			rest = rest[eq+2:]
-			var v strings.Builder
-			closed := false
-			for i := 0; i < len(rest); i++ {
-				switch c := rest[i]; {
-				case c == '\\' && i+1 < len(rest):
-					i++
-					switch rest[i] {
-					case 'n':
-						v.WriteByte('\n')
-					default:
-						v.WriteByte(rest[i])
-					}
-				case c == '"':
-					rest, closed = rest[i+1:], true
-				default:
-					v.WriteByte(c)
-				}
-				if closed {
-					break
-				}
-			}
-			if !closed {
-				return "", nil, 0, fmt.Errorf("metrics line %q: unterminated label value", line)
-			}
-			labels[key] = v.String()
-		}
-	}
-	fields := strings.Fields(rest)
-	if len(fields) == 0 {
-		return "", nil, 0, fmt.Errorf("metrics line %q: no value", line)
-	}
-	value, err = strconv.ParseFloat(fields[0], 64)
+// ParseMetrics reads the Prometheus text format.
+func ParseMetrics(r io.Reader) (Metrics, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
 	if err != nil {
-		return "", nil, 0, fmt.Errorf("metrics line %q: %w", line, err)
+		return nil, fmt.Errorf("parse metrics: %w", err)
 	}
-	return name, labels, value, nil
+	return Metrics(fams), nil
+}
+
+// Sum adds the values of every counter, gauge or untyped sample of name
+// whose labels include each pair of labels: Sum("x_total", "result", "hit").
+func (m Metrics) Sum(name string, labels ...string) float64 {
+	var sum float64
+	m.each(name, func(lbl map[string]string, v float64) {
+		for i := 0; i+1 < len(labels); i += 2 {
+			if lbl[labels[i]] != labels[i+1] {
+				return
+			}
+		}
+		sum += v
+	})
+	return sum
+}
+
+// each calls f with the labels and value of every sample of name.
+func (m Metrics) each(name string, f func(labels map[string]string, v float64)) {
+	fam, ok := m[name]
+	if !ok {
+		return
+	}
+	for _, mt := range fam.GetMetric() {
+		lbl := make(map[string]string, len(mt.GetLabel()))
+		for _, lp := range mt.GetLabel() {
+			lbl[lp.GetName()] = lp.GetValue()
+		}
+		switch {
+		case mt.Counter != nil:
+			f(lbl, mt.GetCounter().GetValue())
+		case mt.Gauge != nil:
+			f(lbl, mt.GetGauge().GetValue())
+		case mt.Untyped != nil:
+			f(lbl, mt.GetUntyped().GetValue())
+		}
+	}
+}
+
+// keep returns the series a run reads, under the keys above.
+func (m Metrics) keep() map[string]float64 {
+	vals := map[string]float64{}
+	if _, ok := m["shortener_lookups_total"]; ok {
+		vals[keyLookups] = m.Sum("shortener_lookups_total")
+	}
+	if _, ok := m["shortener_mysql_queries_total"]; ok {
+		vals[keyMySQL] = m.Sum("shortener_mysql_queries_total")
+	}
+	if _, ok := m["shortener_redis_lookups_total"]; ok {
+		vals[keyHits] = m.Sum("shortener_redis_lookups_total", "result", "hit")
+	}
+	if _, ok := m["shortener_redis_fills_total"]; ok {
+		vals[keyFillsOK] = m.Sum("shortener_redis_fills_total", "result", "ok")
+	}
+	m.each("shortener_breaker_state", func(l map[string]string, v float64) { vals[keyState+l["breaker"]] = v })
+	m.each("shortener_breaker_transitions_total", func(l map[string]string, v float64) {
+		vals[keyTrans+l["breaker"]+"/"+l["from"]+"/"+l["to"]] = v
+	})
+	m.each("shortener_sentinel_events_total", func(l map[string]string, v float64) {
+		if l["event"] == "switch_master" {
+			vals[keySwitched] = v
+		}
+	})
+	return vals
 }
 
 // Transition is a breaker changing state on one app, as seen between two

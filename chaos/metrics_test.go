@@ -25,10 +25,11 @@ some_other{label="with \"quotes\", and a comma"} 3
 `
 
 func TestParseMetricsKeepsTheSeriesARunReads(t *testing.T) {
-	got, err := parseMetrics(strings.NewReader(exposition))
+	m, err := ParseMetrics(strings.NewReader(exposition))
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := m.keep()
 	want := map[string]float64{
 		keyLookups: 1200, keyHits: 750, keyFillsOK: 31, keyMySQL: 15,
 		keyState + "read": 0, keyState + "write": 1,
@@ -42,17 +43,16 @@ func TestParseMetricsKeepsTheSeriesARunReads(t *testing.T) {
 			t.Errorf("%s = %v, want %v", k, got[k], v)
 		}
 	}
+	if got := m.Sum("shortener_redis_lookups_total", "result", "hit", "role", "master"); got != 50 {
+		t.Errorf("Sum of master hits = %v, want 50", got)
+	}
 }
 
-func TestParseSampleRejectsGarbage(t *testing.T) {
-	for _, line := range []string{`novalue`, `x{a="b} 1`, `x{a="b"} notanumber`, `x{a} 1`} {
-		if _, _, _, err := parseSample(line); err == nil {
-			t.Errorf("parseSample(%q): no error, want one", line)
+func TestParseMetricsRejectsGarbage(t *testing.T) {
+	for _, text := range []string{"novalue\n", "x{a=\"b} 1\n", "x{a=\"b\"} notanumber\n"} {
+		if _, err := ParseMetrics(strings.NewReader(text)); err == nil {
+			t.Errorf("ParseMetrics(%q): no error, want one", text)
 		}
-	}
-	name, labels, v, err := parseSample(`m{a="x\"y",b="z"} 2.5 1700000000`)
-	if err != nil || name != "m" || labels["a"] != `x"y` || labels["b"] != "z" || v != 2.5 {
-		t.Errorf("parseSample: got %q %v %v %v", name, labels, v, err)
 	}
 }
 

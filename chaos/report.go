@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"time"
@@ -32,8 +31,11 @@ type Report struct {
 	Marks map[string]time.Duration `json:"marks_ns"`
 	// Failover is how long the sentinels took to promote a replica, timed
 	// from FailoverFrom; nil when the scenario has no failover.
-	Failover     *time.Duration `json:"failover_ns,omitempty"`
-	FailoverFrom string         `json:"failover_from,omitempty"`
+	// SecondFailover, for a scenario that kills the promoted master too,
+	// is timed from that second kill.
+	Failover       *time.Duration `json:"failover_ns,omitempty"`
+	FailoverFrom   string         `json:"failover_from,omitempty"`
+	SecondFailover *time.Duration `json:"second_failover_ns,omitempty"`
 	// Recovery is how long service took to come back after the fault was
 	// undone, as RecoveryWhat says; nil when not applicable or not seen.
 	Recovery     *time.Duration `json:"recovery_ns,omitempty"`
@@ -48,8 +50,9 @@ type Report struct {
 	Transitions   []Transition   `json:"breaker_transitions"`
 	BreakerStates []BreakerState `json:"breaker_states"`
 
-	Ledger      Ledger `json:"ledger"`
-	LedgerError string `json:"ledger_error,omitempty"`
+	// Ledger is every account's entry (Accounts, Runner.AddAccount).
+	Ledger      []Entry `json:"ledger"`
+	LedgerError string  `json:"ledger_error,omitempty"`
 
 	// Outage is, for mysql-down, how creates and misses were answered
 	// while MySQL was down.
@@ -80,6 +83,7 @@ type Settings struct {
 	L1TTL          time.Duration `json:"l1_ttl_ns"`
 	MySQLTimeout   time.Duration `json:"mysql_timeout_ns"`
 	ScrapeEvery    time.Duration `json:"scrape_every_ns"`
+	EnforceTiming  bool          `json:"enforce_timing"`
 }
 
 // Phase is the figures of one phase, overall and per kind of request.
@@ -135,30 +139,13 @@ type ErrorCount struct {
 	Count   int    `json:"count"`
 }
 
-// Check is one promise of the scenario's row, measured.
-type Check struct {
-	What string `json:"what"`
-	Want string `json:"want"`
-	Got  string `json:"got"`
-	OK   bool   `json:"ok"`
-	// Required checks decide whether the row holds; the others are
-	// reported for what they tell.
-	Required bool `json:"required"`
-}
-
 // reportInput is everything a run collected.
 type reportInput struct {
-	sc        Scenario
-	cfg       Config
+	run       *Run
 	began     time.Time
-	results   []Result
-	samples   []Sample
-	apps      []string
-	phases    []Window // warm-up, steady, fault, recovery
 	events    []Event
-	marks     map[string]time.Duration
 	errs      []error
-	ledger    Ledger
+	ledger    []Entry
 	ledgerErr error
 }
 
@@ -182,118 +169,58 @@ func phaseOf(name string, results []Result, w Window) Phase {
 
 func dur(d time.Duration) *time.Duration { return &d }
 
-// buildReport computes a report from a run's raw material.
+// buildReport computes a report from a run's raw material: its phases,
+// timeline and ledger, then the common checks, the ledger's and the
+// scenario's own, and the verdict.
 func buildReport(in reportInput) *Report {
-	c := in.cfg
+	run := in.run
+	c, sc := run.Config, run.Scenario
 	rep := &Report{
-		Scenario: in.sc.Name, Fault: in.sc.Fault, Expect: in.sc.Expect, Does: in.sc.Does,
+		Scenario: sc.Name, Fault: sc.Fault, Expect: sc.Expect, Does: sc.Does,
 		RunID: c.RunID, Started: in.began.UTC(),
 		Settings: Settings{
 			Rate: c.Rate, CreateShare: c.CreateShare, MissShare: c.MissShare, Zipf: c.Zipf, Links: c.Links,
 			Timeout: c.Timeout, MaxInFlight: c.MaxInFlight, CreateAttempts: c.CreateAttempts,
 			RedisTimeout: c.RedisTimeout, L1TTL: c.L1TTL, MySQLTimeout: c.MySQLTimeout, ScrapeEvery: c.ScrapeEvery,
+			EnforceTiming: c.EnforceTiming,
 		},
-		Events: in.events, Marks: in.marks, Ledger: in.ledger,
+		Events: in.events, Marks: run.Marks, Ledger: in.ledger,
 	}
+	run.Report = rep
 	sort.SliceStable(rep.Events, func(i, j int) bool { return rep.Events[i].At < rep.Events[j].At })
-	for i, w := range in.phases {
-		rep.Phases = append(rep.Phases, phaseOf(phaseNames()[i], in.results, w))
+	for i, w := range run.Phases {
+		rep.Phases = append(rep.Phases, phaseOf(phaseNames()[i], run.Results, w))
 	}
-	end := in.phases[len(in.phases)-1].To
-	rep.Total = phaseOf("total", in.results, Window{0, end + time.Hour})
-	rep.Seconds = perSecond(in.results, end)
-	rep.Transitions = transitions(in.samples, in.apps)
-	rep.BreakerStates = breakerStates(in.samples, in.apps, []string{"read", "write"})
+	end := run.Phases[len(run.Phases)-1].To
+	rep.Total = phaseOf("total", run.Results, Window{0, end + time.Hour})
+	rep.Seconds = perSecond(run.Results, end)
+	rep.Transitions = transitions(run.Samples, run.Apps)
+	rep.BreakerStates = breakerStates(run.Samples, run.Apps, []string{"read", "write"})
 	if in.ledgerErr != nil {
 		rep.LedgerError = in.ledgerErr.Error()
 	}
 	for _, err := range in.errs {
 		rep.RunErrors = append(rep.RunErrors, err.Error())
 	}
-	rep.Errors = errorCounts(in.results, in.phases)
-	fault := in.phases[2]
+	rep.Errors = errorCounts(run.Results, run.Phases)
+	for _, app := range run.Apps {
+		rep.MySQL.Lookups += growth(run.Samples, app, keyLookups, run.Fault())
+		rep.MySQL.Queries += growth(run.Samples, app, keyMySQL, run.Fault())
+	}
 
-	// MySQL load over the fault phase, and the bound L1 + singleflight set.
-	for _, app := range in.apps {
-		rep.MySQL.Lookups += growth(in.samples, app, keyLookups, fault)
-		rep.MySQL.Queries += growth(in.samples, app, keyMySQL, fault)
+	rep.Checks = commonChecks(run)
+	for _, e := range rep.Ledger {
+		rep.Checks = append(rep.Checks, e.Checks...)
 	}
-	codes := map[int]bool{}
-	misses := 0
-	for _, r := range in.results {
-		if !fault.contains(r.Intended) {
-			continue
-		}
-		switch r.Kind {
-		case Redirect:
-			codes[r.Link] = true
-		case Miss:
-			misses++
-		}
+	for _, m := range sc.Checks {
+		rep.Checks = append(rep.Checks, m(run)...)
 	}
-	refills := math.Ceil(float64(fault.To-fault.From)/float64(c.L1TTL)) + 1
-	rep.MySQL.Bound = float64(len(in.apps)) * (float64(len(codes))*refills + float64(misses))
+	verdict(rep, sc, c)
 
-	m := in.marks
-	switch in.sc.target {
-	case targetMaster:
-		from, fromWhat := m[markMasterGone], "the master was taken away"
-		if sb, ok := m[markSentBack]; ok {
-			from, fromWhat = sb, "the sentinels were back (quorum restored)"
-		}
-		if p, ok := m[markPromoted]; ok {
-			rep.Failover, rep.FailoverFrom = dur(p-from), fromWhat
-		}
-		backOnRedis(rep, in, "fills on every app moved again (writes reach the new master)", func(b AppBack) *time.Duration { return b.Fills })
-	case targetRedis:
-		backOnRedis(rep, in, "Redis hits on every app moved again", func(b AppBack) *time.Duration { return b.Reads })
-	case targetApp:
-		rep.RecoveryWhat = "from the restarted app answering /readyz to its first answer through nginx (slowest app)"
-		var worst time.Duration
-		restarted, all := 0, true
-		for _, app := range in.apps {
-			ready, ok := m[markAppReady+app]
-			if !ok {
-				continue
-			}
-			restarted++
-			first, ok := firstDone(in.results, ready, func(r Result) bool { return r.ServedBy == app && r.Status < 500 && r.Status > 0 })
-			if !ok {
-				all = false
-				continue
-			}
-			worst = max(worst, first-ready)
-		}
-		if restarted > 0 && all {
-			rep.Recovery = dur(worst)
-		}
-	case targetMySQL:
-		rep.RecoveryWhat = "from MySQL answering again to the first acknowledged create"
-		if back, ok := m[markMySQLBack]; ok {
-			if first, ok := firstDone(in.results, back, func(r Result) bool { return r.Kind == Create && r.Outcome == OK }); ok {
-				rep.Recovery = dur(first - back)
-			}
-			rep.Outage = outage(in.results, Window{fault.From, back})
-		}
-	}
-	rep.Checks = judge(in.sc, rep, c)
-	first, last := edgeStates(rep.BreakerStates)
+	first, _ := edgeStates(rep.BreakerStates)
 	if open := notClosed(first); len(open) > 0 {
 		rep.Notes = append(rep.Notes, "At the start of the run these breakers were not closed, left so by an earlier scenario: "+strings.Join(open, ", ")+".")
 	}
-	if in.sc.target == targetMaster || in.sc.target == targetRedis {
-		open := notClosed(last)
-		rep.Checks = append(rep.Checks, Check{What: "breakers closed again by the end of the run", Want: "all closed",
-			Got: map[bool]string{true: "all closed", false: strings.Join(open, ", ")}[len(open) == 0], OK: len(open) == 0})
-	}
-	rep.Holds = len(rep.RunErrors) == 0 && rep.LedgerError == ""
-	for _, ch := range rep.Checks {
-		if ch.Required && !ch.OK {
-			rep.Holds = false
-		}
-	}
-	rep.Notes = append(rep.Notes,
-		"Clicks are not measured: the app does not count clicks yet (DESIGN.md, redirect step 3), so the failure table's clicks column cannot be checked.")
 	return rep
 }
 
@@ -322,40 +249,6 @@ func notClosed(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// backOnRedis fills in the time each app took to use Redis again after
-// the redis_back mark, and the recovery figure chosen by pick.
-func backOnRedis(rep *Report, in reportInput, what string, pick func(AppBack) *time.Duration) {
-	ref, ok := in.marks[markRedisBack]
-	if !ok {
-		return
-	}
-	rep.RedisBackAt = dur(ref)
-	rep.RecoveryWhat = "from Redis being available again (" + map[bool]string{true: "the promotion", false: "the restart"}[in.sc.target == targetMaster] + ") until " + what
-	var worst time.Duration
-	all := true
-	for _, app := range in.apps {
-		fault := in.phases[2]
-		b := AppBack{App: app,
-			ReadsStalled: longestStall(in.samples, app, keyHits, fault),
-			FillsStalled: longestStall(in.samples, app, keyFillsOK, fault)}
-		if t, ok := movedAfter(in.samples, app, keyHits, ref); ok {
-			b.Reads = dur(t - ref)
-		}
-		if t, ok := movedAfter(in.samples, app, keyFillsOK, ref); ok {
-			b.Fills = dur(t - ref)
-		}
-		rep.BackOnRedis = append(rep.BackOnRedis, b)
-		if d := pick(b); d != nil {
-			worst = max(worst, *d)
-		} else {
-			all = false
-		}
-	}
-	if all && len(in.apps) > 0 {
-		rep.Recovery = dur(worst)
-	}
 }
 
 // firstDone returns when the first result matching keep completed after

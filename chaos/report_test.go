@@ -25,7 +25,7 @@ func syntheticRun(t *testing.T) reportInput {
 	for i := range 300 {
 		r := Result{Seq: i, Kind: Redirect, Intended: time.Duration(i) * 100 * time.Millisecond, Latency: time.Millisecond, Outcome: OK, Status: 302, ServedBy: "app1"}
 		if i%10 == 0 {
-			r.Kind, r.Key, r.URL, r.Code, r.Status, r.Attempts = Create, "k"+string(rune('a'+i/10)), "https://x/"+string(rune('a'+i/10)), "c", 201, 1
+			r.Kind, r.Key, r.URL, r.Code, r.Status, r.Attempts = Create, "k"+string(rune('a'+i/10)), "https://x/"+string(rune('a'+i/10)), "c"+string(rune('a'+i/10)), 201, 1
 		}
 		if i == 151 {
 			r.Outcome, r.Status, r.Err = Failed, 502, "GET: 502, want 302"
@@ -49,14 +49,23 @@ func syntheticRun(t *testing.T) reportInput {
 			keyFillsOK: fills, keyHits: float64(10 * i), keyState + "write": state,
 		}})
 	}
-	cfg := DefaultConfig()
+	stored := []StoredLink{}
+	keys, resolved := map[string]string{}, map[string]Resolution{}
+	for _, r := range results {
+		if r.Kind == Create && r.Key != "kq" {
+			stored = append(stored, StoredLink{r.Code, r.URL})
+			keys[r.Key], resolved[r.Code] = r.Code, Resolution{Status: 302, Location: r.URL}
+		}
+	}
+	run := &Run{
+		Config: DefaultConfig(), Scenario: sc, Results: results, Samples: samples, Apps: []string{"app1"},
+		Phases: []Window{{0, 5 * time.Second}, {5 * time.Second, 10 * time.Second}, {10 * time.Second, 20 * time.Second}, {20 * time.Second, 30 * time.Second}},
+		Marks:  map[string]time.Duration{markMasterGone: 10 * time.Second, markPromoted: 12 * time.Second, markRedisBack: 12 * time.Second},
+	}
 	return reportInput{
-		sc: sc, cfg: cfg, began: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), results: results, samples: samples,
-		apps:   []string{"app1"},
-		phases: []Window{{0, 5 * time.Second}, {5 * time.Second, 10 * time.Second}, {10 * time.Second, 20 * time.Second}, {20 * time.Second, 30 * time.Second}},
+		run: run, began: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		events: []Event{{10 * time.Second, "SIGKILL redis-1 (master)"}, {12 * time.Second, "sentinels promoted redis-2"}},
-		marks:  map[string]time.Duration{markMasterGone: 10 * time.Second, markPromoted: 12 * time.Second, markRedisBack: 12 * time.Second},
-		ledger: Ledger{Acknowledged: 30, Stored: 29, Lost: []Problem{{Key: "kq", URL: "https://x/q", Code: "c", Why: "acknowledged with 201 but no row has its code"}}},
+		ledger: []Entry{checkCreates(results, stored, keys, resolved)},
 	}
 }
 
@@ -94,7 +103,7 @@ func TestReportOfAFailedRun(t *testing.T) {
 	if err := rep.WriteMarkdown(&md, "kill-master.svg"); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"does not hold", "| lost (acknowledged, no row) | 1 |", "`c` kq https://x/q", "![", "kill-master.svg"} {
+	for _, want := range []string{"does not hold", "| lost (acknowledged, no row) | 1 |", "lost: `cq` kq https://x/q", "![", "kill-master.svg"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("Markdown lacks %q", want)
 		}

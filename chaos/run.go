@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	// The MySQL driver, for the read-only user the ledger checks with.
+	_ "github.com/go-sql-driver/mysql"
 
 	"shortener/stack"
 )
@@ -40,6 +44,9 @@ type Config struct {
 	HealTimeout time.Duration
 	// RunID names this run; it prefixes every URL and key it creates.
 	RunID string
+	// EnforceTiming makes the checks of wall-clock time (Check.Timing)
+	// decide the verdict. `make chaos` sets it; tests leave it off.
+	EnforceTiming bool
 }
 
 // DefaultConfig returns the settings `make chaos` uses unless told
@@ -64,37 +71,60 @@ func DefaultConfig() Config {
 		ScrapeEvery:    200 * time.Millisecond,
 		HealTimeout:    2 * time.Minute,
 		RunID:          time.Now().UTC().Format("20060102T150405"),
+		EnforceTiming:  true,
 	}
+}
+
+// Target is where a run sends its load: nginx, or one app directly, and
+// the apps whose /metrics and /readyz it reads. The apps need not be
+// processes of the stack: an integration test may run them in-process.
+type Target struct {
+	BaseURL string
+	Apps    []App
+}
+
+// StackTarget is the stack's nginx and its apps.
+func StackTarget(s *stack.Stack) Target {
+	t := Target{BaseURL: s.BaseURL()}
+	for _, p := range s.Apps() {
+		t.Apps = append(t.Apps, App{Name: p.Name, URL: "http://" + p.Addr()})
+	}
+	return t
 }
 
 // Runner runs scenarios against one stack.
 type Runner struct {
-	s      *stack.Stack
-	cfg    Config
-	live   io.Writer
-	client *http.Client // the load's
-	probe  *http.Client // scrapes and health checks, no keep-alive
-	db     *ledgerDB
-	links  []Link
+	s        *stack.Stack
+	t        Target
+	cfg      Config
+	live     io.Writer
+	client   *http.Client // the load's
+	probe    *http.Client // scrapes and health checks, no keep-alive
+	db       *sql.DB      // the read-only user
+	accounts []Account
+	links    []Link
 }
 
-// NewRunner returns a runner for the stack s, which must run the apps and
-// nginx. live receives a line per second while a scenario runs.
-func NewRunner(s *stack.Stack, cfg Config, live io.Writer) (*Runner, error) {
-	if s.BaseURL() == "" || len(s.Apps()) == 0 {
-		return nil, errors.New("new runner: the stack runs no apps and no nginx")
+// NewRunner returns a runner that breaks the stack s while it loads t.
+// live receives a line per second while a scenario runs. The ledger keeps
+// Accounts() and those added with AddAccount.
+func NewRunner(s *stack.Stack, t Target, cfg Config, live io.Writer) (*Runner, error) {
+	if t.BaseURL == "" || len(t.Apps) == 0 {
+		return nil, errors.New("new runner: no base URL or no apps to load")
 	}
 	if cfg.CreateShare*cfg.Rate > 90 {
 		// nginx limits creates per client address to 100/s (429 above):
 		// every request of the load comes from 127.0.0.1.
 		return nil, fmt.Errorf("new runner: %.0f creates/s is above nginx's per-address limit of 100/s; lower -rate or -create-share", cfg.CreateShare*cfg.Rate)
 	}
-	db, err := openLedgerDB(s.MySQLReadOnlyDSN())
+	db, err := sql.Open("mysql", s.MySQLReadOnlyDSN())
 	if err != nil {
-		return nil, fmt.Errorf("new runner: %w", err)
+		return nil, fmt.Errorf("new runner: open ledger database: %w", err)
 	}
+	db.SetMaxOpenConns(2)
 	return &Runner{
 		s:      s,
+		t:      t,
 		cfg:    cfg,
 		live:   live,
 		client: NewClient(cfg.MaxInFlight),
@@ -102,21 +132,16 @@ func NewRunner(s *stack.Stack, cfg Config, live io.Writer) (*Runner, error) {
 			Timeout:   2 * time.Second,
 			Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
 		},
-		db: db,
+		db:       db,
+		accounts: Accounts(),
 	}, nil
 }
 
+// AddAccount adds an account to the ledger of every later run.
+func (r *Runner) AddAccount(a Account) { r.accounts = append(r.accounts, a) }
+
 // Close releases the runner's connections.
 func (r *Runner) Close() error { return r.db.Close() }
-
-// apps lists the stack's apps for scraping.
-func (r *Runner) apps() []App {
-	var out []App
-	for _, p := range r.s.Apps() {
-		out = append(out, App{Name: p.Name, URL: "http://" + p.Addr()})
-	}
-	return out
-}
 
 // Setup heals the stack, waits until it is whole and creates the links
 // the redirects go to. The links are created on the apps directly, with
@@ -127,7 +152,7 @@ func (r *Runner) Setup(ctx context.Context) error {
 	if err := r.heal(ctx); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
-	apps := r.apps()
+	apps := r.t.Apps
 	r.links = make([]Link, r.cfg.Links)
 	errs := make([]error, r.cfg.Links)
 	pace := time.NewTicker(time.Second / time.Duration(setupRate*len(apps)))
@@ -139,7 +164,7 @@ func (r *Runner) Setup(ctx context.Context) error {
 			for i := range work {
 				res := Result{Kind: Create, URL: fmt.Sprintf("https://chaos.example/%s/links/%d", r.cfg.RunID, i),
 					Key: fmt.Sprintf("%s-links-%d", r.cfg.RunID, i)}
-				create(r.client, apps[i%len(apps)].URL, r.cfg.Timeout, r.cfg.CreateAttempts, time.Now(), &res)
+				create(ctx, r.client, apps[i%len(apps)].URL, r.cfg.Timeout, r.cfg.CreateAttempts, time.Now(), &res)
 				if res.Outcome != OK {
 					errs[i] = fmt.Errorf("create link %d: %s", i, res.Err)
 					continue
@@ -174,7 +199,7 @@ func (r *Runner) heal(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.HealTimeout)
 	defer cancel()
 	err := Heal(ctx, r.s)
-	if werr := WaitHealthy(ctx, r.s, r.probe); werr != nil {
+	if werr := WaitHealthy(ctx, r.s, r.t, r.probe); werr != nil {
 		return errors.Join(err, werr)
 	}
 	return nil
@@ -183,16 +208,16 @@ func (r *Runner) heal(ctx context.Context) error {
 // prime reads every link once through each app, so that every scenario
 // starts with all links in Redis (redis-down leaves Redis empty) and in
 // both apps' L1.
-func (r *Runner) prime() error {
+func (r *Runner) prime(ctx context.Context) error {
 	var failed atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
-	for _, a := range r.apps() {
+	for _, a := range r.t.Apps {
 		for w := range 4 {
 			wg.Go(func() {
 				for i := w; i < len(r.links); i += 4 {
 					var res Result
-					redirect(r.client, a.URL, r.links[i].Code, r.links[i].URL, r.cfg.Timeout, &res)
+					redirect(ctx, r.client, a.URL, r.links[i].Code, r.links[i].URL, r.cfg.Timeout, &res)
 					if res.Outcome != OK {
 						failed.Add(1)
 						firstErr.CompareAndSwap(nil, res.Err)
@@ -209,12 +234,13 @@ func (r *Runner) prime() error {
 }
 
 // Run runs one scenario: it waits for a whole stack, primes the caches,
-// starts the load and the scrapes, runs the phases with the fault in the
-// third, stops the load, heals the stack, checks the ledger, and returns
-// the report. A fault that cannot be injected or healed is an error in the
-// report, and the run still heals and reports; only a stack that cannot be
-// made whole again is returned as an error, because the next scenario
-// would measure the wreck of this one.
+// opens the ledger's accounts, starts the load and the scrapes, runs the
+// phases with the fault in the third, stops the load, heals the stack,
+// settles the accounts, measures, and returns the report. A fault that
+// cannot be injected or healed is an error in the report, and the run
+// still heals and reports; only a stack that cannot be made whole again
+// is returned as an error, because the next scenario would measure the
+// wreck of this one.
 func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 	if r.links == nil {
 		return nil, errors.New("run: Setup first")
@@ -222,12 +248,23 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 	if err := r.heal(ctx); err != nil {
 		return nil, fmt.Errorf("run %s: before: %w", sc.Name, err)
 	}
-	if err := r.prime(); err != nil {
+	if err := r.prime(ctx); err != nil {
 		return nil, fmt.Errorf("run %s: %w", sc.Name, err)
 	}
+	prefix := r.cfg.RunID + "-" + sc.Name
+	env := &Env{Stack: r.s, Target: r.t, DB: r.db, Client: r.client, Config: r.cfg, Prefix: prefix, Links: r.links}
+	settles := make([]Settle, len(r.accounts))
+	var openErrs []error
+	for i, a := range r.accounts {
+		settle, err := a.Open(ctx, env)
+		if err != nil {
+			openErrs = append(openErrs, fmt.Errorf("ledger: open %T: %w", a, err))
+		}
+		settles[i] = settle
+	}
 	began := time.Now()
-	load, err := StartLoad(LoadConfig{
-		BaseURL:        r.s.BaseURL(),
+	load, err := StartLoad(ctx, LoadConfig{
+		BaseURL:        r.t.BaseURL,
 		Rate:           r.cfg.Rate,
 		CreateShare:    r.cfg.CreateShare,
 		MissShare:      r.cfg.MissShare,
@@ -236,14 +273,14 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 		Timeout:        r.cfg.Timeout,
 		MaxInFlight:    r.cfg.MaxInFlight,
 		CreateAttempts: r.cfg.CreateAttempts,
-		Prefix:         r.cfg.RunID + "-" + sc.Name,
+		Prefix:         prefix,
 		Seed:           uint64(began.UnixNano()),
 	}, r.client)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", sc.Name, err)
 	}
-	scraper := StartScraper(r.apps(), r.cfg.ScrapeEvery, load.Start(), r.probe)
-	f := &faultRun{s: r.s, load: load, marks: map[string]time.Duration{}}
+	scraper := StartScraper(r.t.Apps, r.cfg.ScrapeEvery, load.Start(), r.probe)
+	scene := &Scene{Stack: r.s, Load: load, marks: map[string]time.Duration{}}
 
 	var phase atomic.Value
 	phase.Store("warm-up")
@@ -277,20 +314,18 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 	// Injecting and healing get their own deadline: a step that hangs must
 	// not hold the run past its budget.
 	fctx, fcancel := context.WithTimeout(ctx, r.cfg.Fault+r.cfg.HealTimeout)
-	if err := sc.inject(fctx, f); err != nil {
+	if err := sc.Inject(fctx, scene); err != nil {
 		faultErrs = append(faultErrs, fmt.Errorf("inject: %w", err))
-		f.note("", "inject failed: %v", err)
+		scene.Note("", "inject failed: %v", err)
 	}
 	sleepUntil(phases.fault + r.cfg.Fault)
 	phase.Store("heal")
-	if err := sc.heal(fctx, f); err != nil {
+	if err := sc.Heal(fctx, scene); err != nil {
 		faultErrs = append(faultErrs, fmt.Errorf("heal: %w", err))
-		f.note("", "heal failed: %v", err)
+		scene.Note("", "heal failed: %v", err)
 	}
 	fcancel()
-	if f.promoted != nil {
-		<-f.promoted // ends with fctx, so its last note is in before the report reads them
-	}
+	scene.watches.Wait() // they end with fctx, so their last notes are in before the report reads them
 
 	phases.recovery = at()
 	phase.Store("recovery")
@@ -315,17 +350,19 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 	if healErr != nil {
 		faultErrs = append(faultErrs, fmt.Errorf("heal after the run: %w", healErr))
 	}
-
-	in := reportInput{
-		sc: sc, cfg: r.cfg, began: began, results: results, samples: samples,
-		apps:   appNames(r.apps()),
-		phases: []Window{{0, phases.steady}, {phases.steady, phases.fault}, {phases.fault, phases.recovery}, {phases.recovery, phases.end}},
-		events: f.events, marks: f.marks, errs: faultErrs,
+	run := &Run{
+		Config: r.cfg, Scenario: sc, Results: results, Samples: samples, Apps: appNames(r.t.Apps),
+		Phases: []Window{{0, phases.steady}, {phases.steady, phases.fault}, {phases.fault, phases.recovery}, {phases.recovery, phases.end}},
+		Marks:  scene.marks,
 	}
-	if healErr == nil {
-		in.ledger, in.ledgerErr = r.ledger(ctx, results, r.cfg.RunID+"-"+sc.Name)
-	} else {
+	in := reportInput{run: run, began: began, events: scene.events, errs: faultErrs}
+	switch {
+	case healErr != nil:
 		in.ledgerErr = errors.New("not checked: the stack could not be healed")
+	case len(openErrs) > 0:
+		in.ledgerErr = errors.Join(openErrs...)
+	default:
+		in.ledger, in.ledgerErr = r.settle(ctx, settles, run)
 	}
 	rep := buildReport(in)
 	if healErr != nil {
@@ -334,27 +371,21 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 	return rep, nil
 }
 
-// ledger checks the results of the load whose URLs and keys start with
-// prefix against MySQL and against nginx.
-func (r *Runner) ledger(ctx context.Context, results []Result, prefix string) (Ledger, error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	stored, err := r.db.links(ctx, "https://chaos.example/"+prefix+"/")
-	if err != nil {
-		return Ledger{}, fmt.Errorf("ledger: %w", err)
-	}
-	keys, err := r.db.keys(ctx, prefix+"-")
-	if err != nil {
-		return Ledger{}, fmt.Errorf("ledger: %w", err)
-	}
-	var codes []string
-	for _, res := range results {
-		if res.Kind == Create && res.Outcome == OK {
-			codes = append(codes, res.Code)
+// settle closes every account of the run, each under its own deadline.
+func (r *Runner) settle(ctx context.Context, settles []Settle, run *Run) ([]Entry, error) {
+	var out []Entry
+	var errs []error
+	for _, settle := range settles {
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		e, err := settle(sctx, run)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ledger: %w", err))
+			continue
 		}
+		out = append(out, e)
 	}
-	resolved := resolveAll(r.client, r.s.BaseURL(), codes, r.cfg.Timeout)
-	return checkLedger(results, stored, keys, resolved), nil
+	return out, errors.Join(errs...)
 }
 
 // liveLines writes a line a second until stop: elapsed time, phase,

@@ -94,39 +94,73 @@ func WriteSummary(dir string) error {
 	return nil
 }
 
-// summaryTable renders the table with its markers.
+// summaryTable renders the table with its markers. Besides the fixed
+// columns it has one for every ledger figure that names a Column, in the
+// order the reports first show them.
 func summaryTable(reports []*Report) string {
+	var cols []string
+	seen := map[string]bool{}
+	for _, r := range reports {
+		for _, e := range r.Ledger {
+			for _, f := range e.Figures {
+				if f.Column != "" && !seen[f.Column] {
+					seen[f.Column] = true
+					cols = append(cols, f.Column)
+				}
+			}
+		}
+	}
 	var b strings.Builder
 	b.WriteString(summaryBegin + "\n")
-	b.WriteString("| scenario | DESIGN.md row | requests | failed | unknown | lost creates | p99 in fault | max in fault | failover | recovery | row |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	head := append(append([]string{"scenario", "DESIGN.md row", "requests", "failed", "unknown"}, cols...),
+		"p99 in fault", "max in fault", "failover", "recovery", "row")
+	fmt.Fprintf(&b, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
 	for _, r := range reports {
 		t := r.Total.All
 		fault := r.Phases[2].All.Latency
 		failover := "–"
 		if r.Failover != nil {
 			failover = ms(*r.Failover)
+			if r.SecondFailover != nil {
+				failover += ", then " + ms(*r.SecondFailover)
+			}
 		}
 		recovery := "–"
 		if r.RecoveryWhat != "" {
 			recovery = optMS(r.Recovery)
 		}
-		lost := fmt.Sprint(len(r.Ledger.Lost))
-		if r.LedgerError != "" {
-			lost = "not checked"
-		}
 		verdict := "holds"
 		if !r.Holds {
 			verdict = "**does not hold**"
 		}
-		fmt.Fprintf(&b, "| [%s](%s.md) | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s |\n",
-			r.Scenario, r.Scenario, r.Fault, t.Sent, t.Failed, unknownCell(t.Counts), lost,
-			ms(fault.P99), ms(fault.Max), failover, recovery, verdict)
+		row := []string{fmt.Sprintf("[%s](%s.md)", r.Scenario, r.Scenario), r.Fault, fmt.Sprint(t.Sent), fmt.Sprint(t.Failed), unknownCell(t.Counts)}
+		for _, col := range cols {
+			row = append(row, ledgerCell(r, col))
+		}
+		row = append(row, ms(fault.P99), ms(fault.Max), failover, recovery, verdict)
+		fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
 	}
 	b.WriteString("\nFailed and unknown count every kind of request, creates during mysql-down included (DESIGN.md expects those 503s); " +
 		"each report's checks say which failures count against its row. Failover: the sentinels' promotion, timed from the fault " +
-		"(sentinels-minority: from the quorum's return). Recovery: see each report (back on Redis after the promotion or restart; " +
-		"a restarted app serving through nginx; the first create after MySQL's return).\n")
+		"(sentinels-minority: from the quorum's return; master-and-app: then the second promotion, from the second kill). " +
+		"Recovery: see each report (back on Redis after the promotion or restart; a restarted or thawed app serving through nginx; " +
+		"the first create after MySQL's return).\n")
 	b.WriteString(summaryEnd + "\n")
 	return b.String()
+}
+
+// ledgerCell is the value of the figure shown in column col, "not
+// checked" when the ledger was not, "–" when no account reported it.
+func ledgerCell(r *Report, col string) string {
+	for _, e := range r.Ledger {
+		for _, f := range e.Figures {
+			if f.Column == col {
+				return f.Value
+			}
+		}
+	}
+	if r.LedgerError != "" {
+		return "not checked"
+	}
+	return "–"
 }

@@ -123,8 +123,6 @@ type Program struct {
 var debianPackages = map[string]string{
 	"mariadbd":           "mariadb-server",
 	"mariadb-install-db": "mariadb-server",
-	"mariadb":            "mariadb-client",
-	"mariadb-admin":      "mariadb-client",
 	"redis-server":       "redis-server",
 	"redis-sentinel":     "redis-sentinel",
 	"nginx":              "nginx",

@@ -1,14 +1,16 @@
 package stack
 
 import (
-	"bytes"
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
+
+	"github.com/go-sql-driver/mysql"
 )
 
 // mysqlSettings are the options mariadb-install-db and mariadbd share.
@@ -34,7 +36,7 @@ func mysqlKind() kind {
 	return kind{
 		name:      KindMySQL,
 		program:   "mariadbd",
-		tools:     []string{"mariadb-install-db", "mariadb", "mariadb-admin"},
+		tools:     []string{"mariadb-install-db"},
 		tier:      0,
 		configure: configureMySQL,
 		args:      mysqlArgs,
@@ -97,21 +99,19 @@ func mysqlArgs(p *Proc) []string {
 	return append(args, mysqlSettings(p)...)
 }
 
-// mysqlReady pings the server over TCP, the way the application connects;
-// the socket, which setup uses, is created before either answers. The
-// ping logs in (root has no password on this local server), because a bare
-// TCP connect would leave an "aborted connection" warning in the log.
+// mysqlReady pings the server over TCP, the way the application connects.
+// Any answer from the server counts, a refused login too (root may log
+// in only over the socket): it is up and speaking the protocol, which is
+// what readiness means here; setup then logs in over the socket.
 func mysqlReady(ctx context.Context, p *Proc) error {
-	admin, err := programPath("mariadb-admin")
-	if err != nil {
-		return permanent{err}
-	}
-	out, err := runTool(ctx, p, admin, "--no-defaults", "--protocol=tcp", "--host=127.0.0.1",
-		"--port="+strconv.Itoa(p.Port), "--user=root", "--connect-timeout=1", "ping")
-	if err != nil {
-		return fmt.Errorf("mariadb-admin ping: %w: %s", err, bytes.TrimSpace(out))
-	}
-	return nil
+	return withDB(ctx, "root@tcp("+p.Addr()+")/?timeout=1s", func(db *sql.DB) error {
+		err := db.PingContext(ctx)
+		var me *mysql.MySQLError
+		if err != nil && !errors.As(err, &me) {
+			return fmt.Errorf("ping %s: %w", p.Name, err)
+		}
+		return nil
+	})
 }
 
 // setupMySQL creates the database and its two users: the application's,
@@ -119,28 +119,37 @@ func mysqlReady(ctx context.Context, p *Proc) error {
 // (localhost), and a read-only one for checks that must not write.
 func setupMySQL(ctx context.Context, p *Proc) error {
 	db := "`" + p.s.st.Database + "`" // validated to [A-Za-z0-9_]+
-	var sql strings.Builder
-	fmt.Fprintf(&sql, "CREATE DATABASE IF NOT EXISTS %s CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci;\n", db)
+	stmts := []string{fmt.Sprintf("CREATE DATABASE IF NOT EXISTS %s CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci", db)}
 	for _, u := range []struct{ user, password, grant string }{
 		{appUser, appPassword, "ALL PRIVILEGES"},
 		{readOnlyUser, readOnlyPassword, "SELECT"},
 	} {
 		for _, host := range []string{"127.0.0.1", "localhost"} {
-			fmt.Fprintf(&sql, "CREATE USER IF NOT EXISTS '%s'@'%s' IDENTIFIED BY '%s';\n", u.user, host, u.password)
-			fmt.Fprintf(&sql, "GRANT %s ON %s.* TO '%s'@'%s';\n", u.grant, db, u.user, host)
+			stmts = append(stmts,
+				fmt.Sprintf("CREATE USER IF NOT EXISTS '%s'@'%s' IDENTIFIED BY '%s'", u.user, host, u.password),
+				fmt.Sprintf("GRANT %s ON %s.* TO '%s'@'%s'", u.grant, db, u.user, host))
 		}
 	}
-	client, err := programPath("mariadb")
+	return withDB(ctx, "root@unix("+p.s.st.MySQLSocket+")/?timeout=2s", func(conn *sql.DB) error {
+		for _, q := range stmts {
+			if _, err := conn.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("create database and users: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// withDB runs f with a one-connection pool on dsn and closes it, so that
+// the server logs a clean quit rather than an aborted connection.
+func withDB(ctx context.Context, dsn string, f func(*sql.DB) error) error {
+	db, err := sql.Open("mysql", dsn)
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, client, "--no-defaults", "--protocol=socket", "--socket="+p.s.st.MySQLSocket,
-		"--user=root", "--batch")
-	cmd.Stdin = strings.NewReader(sql.String())
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("create database and users: %w: %s", err, bytes.TrimSpace(out))
-	}
-	return nil
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	return f(db)
 }
 
 // runTool runs a short-lived MariaDB tool and returns its output.

@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,33 +9,28 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 )
 
 // This file holds the operating-system side of process control: /proc,
 // pid files and signals. Nothing here knows about kinds of server.
 
 // procStat returns a process's state letter (R, S, T, Z, …) and process
-// group from /proc/<pid>/stat.
+// group, from /proc/<pid>/stat.
 func procStat(pid int) (state byte, pgrp int, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0, 0, err
 	}
-	// The command name in parentheses may contain spaces and parentheses;
-	// the fields after its last ')' are fixed: state ppid pgrp ...
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, fmt.Errorf("parse /proc/%d/stat", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 3 || len(f[0]) != 1 {
-		return 0, 0, fmt.Errorf("parse /proc/%d/stat", pid)
-	}
-	pgrp, err = strconv.Atoi(f[2])
+	st, err := p.Stat()
 	if err != nil {
-		return 0, 0, fmt.Errorf("parse /proc/%d/stat: %w", pid, err)
+		return 0, 0, err
 	}
-	return f[0][0], pgrp, nil
+	if len(st.State) != 1 {
+		return 0, 0, fmt.Errorf("/proc/%d/stat: state %q", pid, st.State)
+	}
+	return st.State[0], st.PGRP, nil
 }
 
 // alive reports whether pid is a live process. A zombie counts as gone: it
@@ -55,7 +49,7 @@ func alive(pid int) bool {
 	if state != 'Z' && state != 'X' {
 		return true
 	}
-	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	tasks, err := procfs.AllThreads(pid)
 	return err == nil && len(tasks) > 1
 }
 
@@ -68,11 +62,15 @@ func frozen(pid int) bool {
 // cmdline returns the arguments of pid as /proc shows them now, which for
 // servers that set a process title is the title.
 func cmdline(pid int) []string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-	if err != nil || len(b) == 0 {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
 		return nil
 	}
-	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+	argv, err := p.CmdLine()
+	if err != nil {
+		return nil
+	}
+	return argv
 }
 
 // signal sends sig to pid, or to its whole process group when group is set

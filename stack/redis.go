@@ -179,3 +179,23 @@ func (p *Proc) Replication(ctx context.Context) (Replication, error) {
 	}
 	return r, nil
 }
+
+// Get reads key from the Redis node p, the way a test looks into one
+// node's cache; ok is false when the key does not exist.
+func (p *Proc) Get(ctx context.Context, key string) (value string, ok bool, err error) {
+	if p.Kind != KindRedis {
+		return "", false, fmt.Errorf("get %s from %s: kind %s, want %s", key, p.Name, p.Kind, KindRedis)
+	}
+	reply, err := do(ctx, p.Addr(), "GET", key)
+	if err != nil {
+		return "", false, fmt.Errorf("get %s from %s: %w", key, p.Name, err)
+	}
+	if reply == nil {
+		return "", false, nil
+	}
+	s, isString := reply.(string)
+	if !isString {
+		return "", false, fmt.Errorf("get %s from %s: reply %T, want a string", key, p.Name, reply)
+	}
+	return s, true, nil
+}

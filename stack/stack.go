@@ -21,9 +21,13 @@
 // through the pid files, which are checked against /proc/<pid>/cmdline
 // before any signal is sent, because a pid outlives its process.
 //
-// The package speaks to Redis with a minimal RESP exchange and to MariaDB
-// through its command-line clients, so that go-redis and database/sql stay in
-// the packages that own them.
+// It speaks to MariaDB with database/sql (readiness, creating the users)
+// and to Redis and the sentinels with a minimal RESP exchange (resp.go).
+// The RESP code stays rather than go-redis because every question the
+// stack asks is one command to a server that may be frozen, black-holed
+// or half-started: a fresh connection with a hard deadline is what it
+// wants, and a client's pool, retries, reconnects and RESP3 handshake
+// would each have to be turned off for every call; it is 150 lines.
 package stack
 
 import (

@@ -214,3 +214,41 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	return err
 }
+
+// RepoRoot returns the directory of the shortener module's go.mod at or
+// above the working directory, or the working directory if there is none:
+// the tools' defaults (.stack, bin/, docs/chaos) live there.
+func RepoRoot() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for dir := wd; ; {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && isShortenerModule(string(b)) {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return wd
+		}
+		dir = parent
+	}
+}
+
+func isShortenerModule(gomod string) bool {
+	for line := range strings.Lines(gomod) {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
+			return f[1] == "shortener"
+		}
+	}
+	return false
+}
+
+// DefaultDir is the state directory the tools use unless told otherwise:
+// $SHORTENER_STACK_DIR, else .stack in the repository's root.
+func DefaultDir(getenv func(string) string) string {
+	if d := getenv("SHORTENER_STACK_DIR"); d != "" {
+		return d
+	}
+	return filepath.Join(RepoRoot(), ".stack")
+}

@@ -1,7 +1,8 @@
 // Command chaos runs the shortener's chaos matrix against the running
 // local stack: for each scenario, open-model load through nginx, a fault
 // (a Redis master killed, frozen or cut off, all of Redis down, the
-// sentinels' quorum lost, an app killed or restarted, MySQL down), and a
+// sentinels' quorum lost, the master and an app killed together, an app
+// killed, frozen or restarted, MySQL down), and a
 // report in Markdown, JSON and SVG with a ledger of every create.
 //
 //	make up                          # start the stack (.stack/)
@@ -57,19 +58,14 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	c := &o.cfg
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	root := repoRoot()
-	defDir := getenv("SHORTENER_STACK_DIR")
-	if defDir == "" {
-		defDir = filepath.Join(root, ".stack")
-	}
 	var names string
 	var names0 []string
 	for _, sc := range chaos.Scenarios() {
 		names0 = append(names0, sc.Name)
 	}
 	fs.StringVar(&names, "scenario", "all", "scenarios to run, comma-separated, or all: "+strings.Join(names0, ", "))
-	fs.StringVar(&o.dir, "dir", defDir, "state directory of the running stack ($SHORTENER_STACK_DIR)")
-	fs.StringVar(&o.out, "out", filepath.Join(root, "docs", "chaos"), "directory for the reports")
+	fs.StringVar(&o.dir, "dir", stack.DefaultDir(getenv), "state directory of the running stack ($SHORTENER_STACK_DIR)")
+	fs.StringVar(&o.out, "out", filepath.Join(stack.RepoRoot(), "docs", "chaos"), "directory for the reports")
 	fs.Float64Var(&c.Rate, "rate", c.Rate, "requests per second (constant arrival rate)")
 	fs.Float64Var(&c.CreateShare, "create-share", c.CreateShare, "share of requests that create a link (nginx allows 100 creates/s per address)")
 	fs.Float64Var(&c.MissShare, "miss-share", c.MissShare, "share of requests for codes that were never issued")
@@ -86,6 +82,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	fs.DurationVar(&c.L1TTL, "l1-ttl", c.L1TTL, "the apps' SHORTENER_L1_TTL, for the MySQL load bound")
 	fs.DurationVar(&c.MySQLTimeout, "mysql-timeout", c.MySQLTimeout, "the apps' SHORTENER_MYSQL_TIMEOUT, for the fast-503 check")
 	fs.DurationVar(&c.ScrapeEvery, "scrape", c.ScrapeEvery, "how often each app's /metrics is read")
+	fs.BoolVar(&c.EnforceTiming, "enforce-timing", c.EnforceTiming, "let checks of wall-clock time (latency bounds, failover times) decide whether a row holds")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -116,7 +113,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("%w (start the stack with `make up`)", err)
 	}
-	r, err := chaos.NewRunner(s, o.cfg, stderr)
+	r, err := chaos.NewRunner(s, chaos.StackTarget(s), o.cfg, stderr)
 	if err != nil {
 		return err
 	}
@@ -144,8 +141,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				failed = append(failed, sc.Name)
 			}
 			t := rep.Total.All
-			fmt.Fprintf(stdout, "%s: %s; %d requests, %d failed, %d unknown, %d lost creates; report %s\n",
-				sc.Name, verdict, t.Sent, t.Failed, t.Unknown, len(rep.Ledger.Lost), filepath.Join(o.out, sc.Name+".md"))
+			fmt.Fprintf(stdout, "%s: %s; %d requests, %d failed, %d unknown; report %s\n",
+				sc.Name, verdict, t.Sent, t.Failed, t.Unknown, filepath.Join(o.out, sc.Name+".md"))
+			for _, f := range rep.Failures() {
+				fmt.Fprintf(stdout, "  %s\n", f)
+			}
 		}
 		if err != nil {
 			// The stack could not be made whole: later scenarios would
@@ -164,23 +164,4 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("rows that do not hold: %s (see their reports)", strings.Join(failed, ", "))
 	}
 	return nil
-}
-
-// repoRoot returns the directory of the shortener module's go.mod at or
-// above the working directory, or the working directory if there is none.
-func repoRoot() string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "."
-	}
-	for dir := wd; ; {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(b), "module shortener\n") {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return wd
-		}
-		dir = parent
-	}
 }

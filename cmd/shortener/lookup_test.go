@@ -1,19 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
-	"math"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"shortener/chaos/chaostest"
 	"shortener/stack"
 	"shortener/stack/stacktest"
 )
@@ -68,37 +63,16 @@ func allRedis(tb testing.TB, s *stack.Stack, op func(*stack.Proc) error) {
 	}
 }
 
-// TestAllRedisDown kills every Redis node under Zipf lookups: none fails,
-// and MySQL sees at most one query per distinct code per L1 TTL.
+// TestAllRedisDown kills every Redis node under Zipf lookups (chaos
+// scenario redis-down): none fails, and MySQL sees at most one query per
+// distinct code per L1 TTL.
 func TestAllRedisDown(t *testing.T) {
 	const l1TTL = time.Second
 	s := stacktest.Start(t)
 	a := startApp(t, s, 1, "SHORTENER_L1_TTL", l1TTL.String())
-	links := createLinks(t, a, 300)
-	warm := startLoad(a, links, 8, time.Minute)
-	waitMetric(t, a, 1000, 30*time.Second, mLookups)
-	if _, f := warm.finish(); len(f) > 0 {
-		t.Fatalf("warm-up: %d failures: %s", len(f), f[0])
-	}
-
-	allRedis(t, s, (*stack.Proc).Kill)
-	mysql0 := metric(t, a, mMySQL)
-	start := time.Now()
-	l := startLoad(a, links, 8, 3*l1TTL) // three TTL periods, then it stops
-	l.wg.Wait()
-	lat, failures := l.finish()
-	window := time.Since(start)
-	queries := metric(t, a, mMySQL) - mysql0
-	// Each code may be fetched once per TTL period the window touches.
-	bound := float64(len(l.seen)) * (math.Ceil(float64(window)/float64(l1TTL)) + 1)
-	t.Logf("all Redis down for %s: %d lookups of %d distinct codes, %.0f MySQL queries (bound %.0f), p99 %s max %s",
-		window.Round(time.Millisecond), len(lat), len(l.seen), queries, bound, pct(lat, .99), lat[len(lat)-1])
-	if len(failures) > 0 {
-		t.Fatalf("%d of %d lookups failed, want 0; first: %s", len(failures), len(lat), failures[0])
-	}
-	if queries > bound {
-		t.Errorf("MySQL saw %.0f queries, want at most %.0f (distinct codes x TTL periods)", queries, bound)
-	}
+	cfg := chaostest.Config()
+	cfg.RedisTimeout, cfg.L1TTL = redisTimeout, l1TTL
+	chaostest.Run(t, s, chaosTarget(a), cfg, nil, "redis-down")
 }
 
 // TestDeleteWhileRedisDown deletes a link while every Redis node is frozen
@@ -190,6 +164,9 @@ func TestDeleteReachesOtherInstance(t *testing.T) {
 	}
 }
 
+// mPending is the gauge of invalidations not yet delivered to Redis.
+const mPending = "shortener_invalidations_pending"
+
 func waitMetricBelow(tb testing.TB, a *app, name string, below float64, limit time.Duration) {
 	tb.Helper()
 	deadline := time.Now().Add(limit)
@@ -201,48 +178,14 @@ func waitMetricBelow(tb testing.TB, a *app, name string, below float64, limit ti
 	}
 }
 
-// redisGet reads a key straight from one node over RESP.
+// redisGet reads a key straight from one node; "" when it does not exist.
 func redisGet(tb testing.TB, p *stack.Proc, key string) string {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	v, err := respGet(ctx, p.Addr(), key)
+	v, _, err := p.Get(ctx, key)
 	if err != nil {
-		tb.Fatalf("GET %s on %s: %v", key, p.Name, err)
+		tb.Fatal(err)
 	}
 	return v
-}
-
-// respGet sends one GET over RESP; "" means the key does not exist.
-func respGet(ctx context.Context, addr, key string) (string, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
-	if _, err := fmt.Fprintf(conn, "*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n", len(key), key); err != nil {
-		return "", err
-	}
-	r := bufio.NewReader(conn)
-	head, err := r.ReadString('\n')
-	if err != nil {
-		return "", err
-	}
-	head = strings.TrimRight(head, "\r\n")
-	if head == "$-1" {
-		return "", nil
-	}
-	n, err := strconv.Atoi(strings.TrimPrefix(head, "$"))
-	if err != nil || !strings.HasPrefix(head, "$") {
-		return "", fmt.Errorf("unexpected reply %q", head)
-	}
-	buf := make([]byte, n+2)
-	if _, err := io.ReadFull(r, buf); err != nil {
-		return "", err
-	}
-	return string(buf[:n]), nil
 }

@@ -3,121 +3,76 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"shortener/chaos"
+	"shortener/chaos/chaostest"
+	"shortener/idgen"
+	"shortener/stack"
 )
 
-// The short chaos check: two scenarios of the chaos matrix (cmd/chaos),
-// the Redis master's SIGKILL and an app's SIGKILL, each about 20 s at a
-// modest rate, against the whole stack as "stack up" runs it. It fails
-// when any redirect fails or goes unanswered, or when any acknowledged
-// create is lost, duplicated or does not resolve afterwards. The full
-// matrix, with its reports, is `make chaos`.
+// TestChaosCheck is the short chaos check that make test runs: three
+// scenarios of the chaos matrix (cmd/chaos) — the Redis master's SIGKILL,
+// an app's SIGKILL and a rolling restart of both apps — each about 20 s at
+// 200 requests/s through nginx, against the whole stack as "stack up"
+// runs it. A scenario fails the test when its row does not hold: a
+// redirect failed or went unanswered, an acknowledged create was lost,
+// duplicated or does not resolve, a code is not the app's. The full
+// matrix, with its reports and timing checks, is `make chaos`.
 func TestChaosCheck(t *testing.T) {
 	s := startFullStack(t)
-	cfg := chaos.DefaultConfig()
-	// 200 requests/s leaves CPU to the stack and to the other packages'
-	// tests running beside this one on a small machine; 5% creates stay
-	// well below nginx's 100 creates/s per client address.
-	cfg.Rate = 200
-	cfg.Links = 200
-	// make test runs every package's tests at once, each with its own
-	// servers, on as few as two cores: the machine itself stalls for
-	// seconds at times. The check is about answers, not latency (the
-	// chaos reports measure that), so a request gets 10 s before it counts
-	// as unanswered, and the in-flight bound covers that long a stall.
-	cfg.Timeout = 10 * time.Second
-	cfg.MaxInFlight = 4000
-	cfg.Warmup, cfg.Steady, cfg.Fault, cfg.Recovery = 2*time.Second, 4*time.Second, 8*time.Second, 6*time.Second
-	live := &testLog{tb: t}
-	defer live.close()
-	r, err := chaos.NewRunner(s, cfg, live)
+	chaostest.Run(t, s, chaos.StackTarget(s), chaostest.Config(), []chaos.Account{codes{s}},
+		"kill-master", "kill-app", "term-app")
+}
+
+// codes is a ledger account of the codes the load created: all distinct,
+// and each carrying the node ID of the app that says it served the create
+// (X-Served-By), so two apps never issue the same code.
+type codes struct{ s *stack.Stack }
+
+func (c codes) Open(context.Context, *chaos.Env) (chaos.Settle, error) {
+	// The apps run with the default code key (the stack sets none).
+	codec, err := idgen.NewCodec(idgen.DefaultKey)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	defer r.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if err := r.Setup(ctx); err != nil {
-		t.Fatal(err)
+	nodeOf := map[string]int64{}
+	for _, p := range c.s.Apps() {
+		nodeOf[p.Name] = int64(p.NodeID)
 	}
-	for _, name := range []string{"kill-master", "kill-app"} {
-		sc, err := chaos.ScenarioNamed(name)
-		if err != nil {
-			t.Fatal(err)
+	return func(_ context.Context, run *chaos.Run) (chaos.Entry, error) {
+		e := chaos.Entry{Account: "codes"}
+		seen := map[string]bool{}
+		byNode := map[int64]int{}
+		for _, r := range run.Results {
+			if r.Kind != chaos.Create || r.Outcome != chaos.OK {
+				continue
+			}
+			problem := func(why string) {
+				e.Problems = append(e.Problems, chaos.Problem{Kind: "code", Code: r.Code, URL: r.URL, Why: why})
+			}
+			if seen[r.Code] && !r.Replayed {
+				problem("issued twice")
+			}
+			seen[r.Code] = true
+			id, err := codec.ID(r.Code)
+			if err != nil {
+				problem(fmt.Sprintf("does not decode: %v", err))
+				continue
+			}
+			node := idgen.Node(id)
+			byNode[node]++
+			// A replayed answer comes from whichever app took the retry;
+			// the code is the first app's.
+			if want, ok := nodeOf[r.ServedBy]; !r.Replayed && (!ok || node != want) {
+				problem(fmt.Sprintf("served by %q, node ID %d, want %d", r.ServedBy, node, want))
+			}
 		}
-		rep, err := r.Run(ctx, sc)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		checkChaos(t, rep)
-	}
-}
-
-// checkChaos fails the test for a failed or unanswered redirect, and for
-// an acknowledged create the ledger cannot account for.
-func checkChaos(tb testing.TB, rep *chaos.Report) {
-	tb.Helper()
-	t, l := rep.Total, rep.Ledger
-	fault := rep.Phases[2].All.Latency
-	tb.Logf("%s: %d requests (%d redirects, %d creates), %d failed, %d unknown; fault phase p99 %s max %s; "+
-		"ledger: %d acknowledged, %d stored, %d retried, %d replayed",
-		rep.Scenario, t.All.Sent, t.Redirects.Sent, t.Creates.Sent, t.All.Failed, t.All.Unknown,
-		fault.P99, fault.Max, l.Acknowledged, l.Stored, l.Retried, l.Replayed)
-	for _, e := range rep.RunErrors {
-		tb.Errorf("%s: %s", rep.Scenario, e)
-	}
-	if rep.LedgerError != "" {
-		tb.Errorf("%s: ledger: %s", rep.Scenario, rep.LedgerError)
-	}
-	if n := t.Redirects.Failed + t.Redirects.Unknown; n > 0 || l.WrongLocation > 0 {
-		tb.Errorf("%s: %d of %d redirects failed or went unanswered (%d with a wrong Location), want 0; errors: %s",
-			rep.Scenario, n, t.Redirects.Sent, l.WrongLocation, errorList(rep))
-	}
-	if l.Acknowledged == 0 {
-		tb.Errorf("%s: no create was acknowledged: the check checked nothing", rep.Scenario)
-	}
-	for what, ps := range map[string][]chaos.Problem{
-		"lost": l.Lost, "stored with another URL": l.Mismatched, "stored twice": l.Duplicated,
-		"not resolving through nginx": l.Unresolved, "with a key naming another code": l.KeyMismatched,
-	} {
-		if len(ps) > 0 {
-			tb.Errorf("%s: %d acknowledged creates %s, want 0; first: %+v", rep.Scenario, len(ps), what, ps[0])
-		}
-	}
-}
-
-func errorList(rep *chaos.Report) string {
-	var parts []string
-	for _, e := range rep.Errors[:min(5, len(rep.Errors))] {
-		parts = append(parts, fmt.Sprintf("%s %s ×%d: %s", e.Kind, e.Phase, e.Count, e.Message))
-	}
-	return strings.Join(parts, "; ")
-}
-
-// testLog turns the runner's live lines into test log lines until closed:
-// a test may not log once it has finished.
-type testLog struct {
-	mu     sync.Mutex
-	tb     testing.TB
-	closed bool
-}
-
-func (w *testLog) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.closed {
-		w.tb.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func (w *testLog) close() {
-	w.mu.Lock()
-	w.closed = true
-	w.mu.Unlock()
+		e.Figures = []chaos.Figure{{Label: "codes created, by node ID", Value: fmt.Sprint(byNode)}}
+		ok := len(e.Problems) == 0 && len(byNode) == len(nodeOf)
+		e.Checks = []chaos.Check{{ID: "codes", What: "codes distinct, each with the node ID of the app that served it, from every app",
+			Want: fmt.Sprintf("0 problems, %d node IDs", len(nodeOf)), Got: fmt.Sprintf("%d problems, node IDs %v", len(e.Problems), byNode),
+			OK: ok, Required: true}}
+		return e, nil
+	}, nil
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"shortener/chaos"
 	"shortener/stack"
 	"shortener/stack/stacktest"
 )
@@ -149,7 +150,7 @@ func TestEnsurePrograms(t *testing.T) {
 				t.Fatalf("apt-get runs: got %q, want %d", runs, tc.wantRuns)
 			}
 			if tc.wantRuns == 2 {
-				want := "/usr/bin/apt-get install -y --no-install-recommends mariadb-server mariadb-client redis-server redis-sentinel nginx iptables"
+				want := "/usr/bin/apt-get install -y --no-install-recommends mariadb-server redis-server redis-sentinel nginx iptables"
 				if strings.Join(runs[0], " ") != "/usr/bin/apt-get update" || strings.Join(runs[1], " ") != want {
 					t.Errorf("apt-get runs: got %q, want update then %q", runs, want)
 				}
@@ -222,7 +223,7 @@ func TestUpStatusDown(t *testing.T) {
 	}
 
 	// What the README tells a user to do: create a link, follow it.
-	c := newClient()
+	c := chaos.NewClient(1)
 	resp, err := c.Post(s.BaseURL()+"/api/v1/links", "application/json", strings.NewReader(`{"url":"https://example.com/x"}`))
 	if err != nil {
 		t.Fatal(err)

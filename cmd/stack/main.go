@@ -34,6 +34,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"shortener/stack"
 )
 
 func main() {
@@ -104,13 +106,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
 	}
-	root := repoRoot()
-	defDir := getenv("SHORTENER_STACK_DIR")
-	if defDir == "" {
-		defDir = filepath.Join(root, ".stack")
-	}
-	fs.StringVar(&o.dir, "dir", defDir, "state directory: pids, logs, data, api-key ($SHORTENER_STACK_DIR)")
-	fs.StringVar(&o.bin, "bin", defaultBinary(root), "the shortener binary that up runs")
+	fs.StringVar(&o.dir, "dir", stack.DefaultDir(getenv), "state directory: pids, logs, data, api-key ($SHORTENER_STACK_DIR)")
+	fs.StringVar(&o.bin, "bin", defaultBinary(stack.RepoRoot()), "the shortener binary that up runs")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -150,34 +147,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}
 	return usageError{fmt.Sprintf("unknown command %q", cmd)}
-}
-
-// repoRoot returns the directory of the shortener module's go.mod at or
-// above the working directory, or the working directory if there is none.
-func repoRoot() string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "."
-	}
-	for dir := wd; ; {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && isShortenerModule(string(b)) {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return wd
-		}
-		dir = parent
-	}
-}
-
-func isShortenerModule(gomod string) bool {
-	for line := range strings.Lines(gomod) {
-		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
-			return f[1] == "shortener"
-		}
-	}
-	return false
 }
 
 // defaultBinary is the shortener built beside this command ("make up" puts

@@ -11,10 +11,6 @@ import (
 	"shortener/stack"
 )
 
-// debianPackages are what "up" installs when any program is missing: all
-// of the stack's packages at once, so one apt-get run suffices.
-var debianPackages = []string{"mariadb-server", "mariadb-client", "redis-server", "redis-sentinel", "nginx", "iptables"}
-
 // system is what ensurePrograms needs from the machine, so that a test can
 // play a machine without the servers, without root or without apt-get.
 type system struct {
@@ -63,12 +59,14 @@ func ensurePrograms(ctx context.Context, sys system, stdout io.Writer) error {
 		}
 		return fmt.Errorf("%w: %s; %s, then run up again", stack.ErrMissingProgram, strings.Join(names, ", "), how)
 	}
-	fmt.Fprintf(stdout, "missing %s: installing %s with apt-get\n", strings.Join(names, ", "), strings.Join(debianPackages, " "))
+	// All of the stack's packages at once, so one apt-get run suffices.
+	all := stack.Packages(stack.Programs())
+	fmt.Fprintf(stdout, "missing %s: installing %s with apt-get\n", strings.Join(names, ", "), strings.Join(all, " "))
 	env := []string{"DEBIAN_FRONTEND=noninteractive"}
 	if err := sys.run(ctx, env, aptGet, "update"); err != nil {
 		return fmt.Errorf("apt-get update: %w", err)
 	}
-	args := append([]string{"install", "-y", "--no-install-recommends"}, debianPackages...)
+	args := append([]string{"install", "-y", "--no-install-recommends"}, all...)
 	if err := sys.run(ctx, env, aptGet, args...); err != nil {
 		return fmt.Errorf("apt-get install: %w", err)
 	}

@@ -6,6 +6,7 @@ package stacktest
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -45,10 +46,9 @@ func StartWith(tb testing.TB, start func(ctx context.Context, dir string, log *s
 	tb.Helper()
 	RequirePrograms(tb)
 
-	w := &tbWriter{tb: tb}
 	// Registered before the stack's cleanup, so it runs after it: Close
 	// still logs, and nothing may log once the test has finished.
-	tb.Cleanup(w.close)
+	w := LogWriter(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	dir := tb.TempDir()
@@ -112,7 +112,16 @@ func logTails(tb testing.TB, s *stack.Stack) {
 	}
 }
 
-// tbWriter sends the stack's log lines to the test log until the test ends.
+// LogWriter returns a writer that sends each write to the test log, as a
+// line, until the test's cleanup runs: a test may not log once it has
+// finished, and servers and runs may still write then.
+func LogWriter(tb testing.TB) io.Writer {
+	w := &tbWriter{tb: tb}
+	tb.Cleanup(w.close)
+	return w
+}
+
+// tbWriter sends log lines to the test log until the test ends.
 type tbWriter struct {
 	mu     sync.Mutex
 	tb     testing.TB

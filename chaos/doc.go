@@ -1,0 +1,65 @@
+// Package chaos is the one engine for every fault-under-load run of the
+// shortener: `make chaos` (cmd/chaos), the short check in `make test`
+// (cmd/stack) and the integration tests that break Redis under an app
+// (cmd/shortener, through chaos/chaostest) all run a Scenario with a
+// Runner. A run is open-model load on a Target (nginx, or one app), a
+// fault injected on the local stack while the load runs, and a Report a
+// user can trust: every request counted (including those that never got
+// an answer), latency timed from when each request was due, a ledger that
+// checks what the load did against MySQL, and checks, each with a want
+// and a got, that say whether the scenario's row of DESIGN.md's failure
+// table holds.
+//
+// It talks to the stack only as a user and an operator would: HTTP to
+// 127.0.0.1 (the target for the load, each app's /metrics for its
+// breakers and tiers, parsed with expfmt), the stack package's process
+// controls for the faults, and a read-only MySQL user for the ledger.
+//
+// The files: load.go and client.go send the load; scenario.go and
+// scenarios.go are the faults (the matrix); checks.go the checks and
+// measures; ledger.go the ledger's accounts; run.go the Runner; report.go,
+// markdown.go, chart.go and write.go the reports.
+//
+// # The pacer
+//
+// The load's pacer is written here rather than taken from vegeta, its
+// model, because vegeta times each request from the moment a worker sends
+// it: when the server stalls, requests queue for a worker, the queueing is
+// not in their latency, and the stall shows up as fewer requests — the
+// coordinated-omission error a chaos run exists to avoid. Here every
+// latency runs from the request's intended send time, requests beyond the
+// in-flight bound count as unknown rather than vanish, and each create
+// carries its own Idempotency-Key through its retries, which vegeta's
+// targeters do not model.
+//
+// # Adding a ledger column
+//
+// A feature that must not lose what the load does (clicks, trending)
+// adds an Account: a type with Open(ctx, *Env) (Settle, error). Open runs
+// on the whole, primed stack just before the load starts; it notes what it
+// will compare against (a count in MySQL, read through env.DB, the
+// read-only user) and may start traffic of its own (poll an endpoint,
+// timing each call: use Summarise for its percentiles, the package's one
+// percentile definition). The Settle it returns runs after the load has
+// stopped and the stack is healed, with the Run: every Result (a redirect's
+// Result.Link indexes env.Links; ServedBy, Status and Outcome say what
+// came of it), the phases and the marks. It returns an Entry: Figures for
+// the report's ledger table — give one a Column ("lost clicks") and it is
+// also a column of docs/chaos' summary table — Problems to list, and
+// Checks. List the account in Accounts() (ledger.go) to keep it in every
+// run, or add it to one Runner with AddAccount (a test does).
+//
+// # Adding a check
+//
+// A check is a Check with an ID, a want, a got and OK. An account returns
+// checks that apply to every scenario; a scenario lists its own in
+// Scenario.Checks as Measures (func(*Run) []Check), which may also fill
+// report figures. There is no switch on scenario names: a scenario whose
+// DESIGN.md row expects a common or ledger check to fail (creates while
+// MySQL is down) names its ID in Scenario.Waive, and the check is then
+// reported, not required. A check of wall-clock time sets Timing: it
+// decides the verdict only under Config.EnforceTiming (`make chaos`), and
+// is reported in tests, which must pass on a busy machine; compare with
+// the run's own baseline (the steady phase) or the Redis deadline rather
+// than a constant where you can.
+package chaos
