@@ -70,9 +70,7 @@ func TestAllRedisDown(t *testing.T) {
 	const l1TTL = time.Second
 	s := stacktest.Start(t)
 	a := startApp(t, s, 1, "SHORTENER_L1_TTL", l1TTL.String())
-	cfg := chaostest.Config()
-	cfg.RedisTimeout, cfg.L1TTL = redisTimeout, l1TTL
-	chaostest.Run(t, s, chaosTarget(a), cfg, nil, "redis-down")
+	chaostest.Run(t, s, chaosTarget(a), chaosConfig(l1TTL), nil, "redis-down")
 }
 
 // TestDeleteWhileRedisDown deletes a link while every Redis node is frozen
