@@ -5,7 +5,7 @@ PKGS    ?= ./...
 # SHORTENER_INTEGRATION=1 makes a missing server a failure, not a skip.
 TESTENV ?= SHORTENER_INTEGRATION=1
 
-.PHONY: all build test unit vet fmt clean up down status chaos chaos-check bench deploy-up deploy-down deploy-test
+.PHONY: all build test unit vet fmt clean up down status chaos chaos-check bench deploy-up deploy-down deploy-test screenshots
 
 all: build
 
@@ -67,6 +67,12 @@ chaos: bin/chaos
 ## on a stack of its own, on free ports.
 chaos-check:
 	$(TESTENV) $(GO) test -race -count=1 -run TestChaosCheck -v ./cmd/stack
+
+## screenshots: run the browser test (headless Chromium through a whole
+## stack on free ports) and keep its screenshots of every page, at desktop
+## and phone width, in docs/screenshots/.
+screenshots:
+	SHORTENER_SCREENSHOTS=$(CURDIR)/docs/screenshots $(TESTENV) $(GO) test -count=1 -run TestBrowser ./cmd/stack
 
 .PHONY: bin/chaos
 bin/chaos:

@@ -61,8 +61,87 @@ func BenchmarkRedirectBaseline(b *testing.B) {
 	benchRedirect(b, origin, origin, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
+// benchCache is the real cache over origin, with Redis unreachable: L1
+// must answer.
+func benchCache(b *testing.B, origin oneLink, log *slog.Logger) *cache.Cache {
+	c, err := cache.New(cache.Config{
+		MasterName: "shortener", SentinelAddrs: []string{"127.0.0.1:1"},
+		Timeout: 50 * time.Millisecond, PoolSize: 4, TTL: time.Hour,
+		L1Size: 1000, L1TTL: time.Hour, L1NegativeTTL: time.Second,
+		BreakerFailures: 5, BreakerWindow: 10, BreakerDelay: time.Second, BreakerSuccesses: 3,
+		ReplayInterval: time.Second, InvalidationGrace: 3 * time.Second,
+	}, origin, nil, log, prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return c
+}
+
+// BenchmarkRedirectPages compares, in one run, the warm redirect of the
+// handler with the web pages (pages=on, as cmd/shortener runs it) and
+// without them (pages=off, the handler as it was before the pages
+// existed), over the real cache answering from L1. The pages add routes
+// beside /{code}, no middleware on it, so the two should match:
+//
+//	go test -run '^$' -bench 'BenchmarkRedirectPages' -benchtime 2s -count 6 ./handler
+func BenchmarkRedirectPages(b *testing.B) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cache.RouteLibraryLogs(log)
+	origin := oneLink{shortener.Link{Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
+	c := benchCache(b, origin, log)
+	for _, pages := range []bool{false, true} {
+		name := "pages=off"
+		if pages {
+			name = "pages=on"
+		}
+		b.Run(name, func(b *testing.B) { benchRedirectWith(b, c, origin, log, pages) })
+	}
+}
+
+// BenchmarkRedirectPagesRatio sends each iteration's redirect to both
+// handlers in turn, pages off then on, timing each, so that whatever
+// else the machine does falls on both alike; it reports each side's time
+// per redirect and their ratio (on/off; 1.00 is "as fast as before").
+func BenchmarkRedirectPagesRatio(b *testing.B) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cache.RouteLibraryLogs(log)
+	origin := oneLink{shortener.Link{Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
+	c := benchCache(b, origin, log)
+	var hs [2]http.Handler
+	for i, pages := range []bool{false, true} {
+		h, err := handler.New(handler.Config{BaseURL: "http://sho.rt", Instance: "bench", IdempotencyTTL: time.Hour, Pages: pages},
+			handler.Deps{Resolver: c, Links: origin, Log: log})
+		if err != nil {
+			b.Fatal(err)
+		}
+		hs[i] = h
+	}
+	req := httptest.NewRequest(http.MethodGet, "/AbC123xyz", nil)
+	var spent [2]time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		for i, h := range hs {
+			w := httptest.NewRecorder()
+			start := time.Now()
+			h.ServeHTTP(w, req)
+			spent[i] += time.Since(start)
+			if w.Code != http.StatusFound {
+				b.Fatalf("got %d", w.Code)
+			}
+		}
+	}
+	b.ReportMetric(float64(spent[0].Nanoseconds())/float64(b.N), "off-ns/redirect")
+	b.ReportMetric(float64(spent[1].Nanoseconds())/float64(b.N), "on-ns/redirect")
+	b.ReportMetric(float64(spent[1])/float64(spent[0]), "on/off")
+}
+
 func benchRedirect(b *testing.B, r handler.Resolver, links handler.Links, log *slog.Logger) {
-	h, err := handler.New(handler.Config{BaseURL: "http://sho.rt", Instance: "bench", IdempotencyTTL: time.Hour}, handler.Deps{
+	benchRedirectWith(b, r, links, log, false)
+}
+
+func benchRedirectWith(b *testing.B, r handler.Resolver, links handler.Links, log *slog.Logger, pages bool) {
+	h, err := handler.New(handler.Config{BaseURL: "http://sho.rt", Instance: "bench", IdempotencyTTL: time.Hour, Pages: pages}, handler.Deps{
 		Resolver: r, Links: links, Log: log,
 	})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"shortener"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -83,6 +84,9 @@ type Config struct {
 	IdempotencyTTL time.Duration
 	// TrendingKeyed makes GET /api/v1/trending need an API key.
 	TrendingKeyed bool
+	// Pages serves the web pages for people (web.go) and answers browsers'
+	// errors with HTML pages; off, the handler is the API alone.
+	Pages bool
 }
 
 // Deps are the collaborators the handler calls.
@@ -108,6 +112,7 @@ type Handler struct {
 	d      Deps
 	log    *slog.Logger
 	e      *echo.Echo
+	site   *site // the pages' templates and assets; nil without pages
 }
 
 // maxBody caps request bodies: a create is a small JSON object. nginx's
@@ -138,6 +143,13 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		d.Now = time.Now
 	}
 	h := &Handler{cfg: cfg, policy: cfg.Policy, d: d, log: d.Log}
+	if cfg.Pages {
+		s, err := newSite()
+		if err != nil {
+			return nil, fmt.Errorf("new handler: %w", err)
+		}
+		h.site = s
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = h.handleError
@@ -162,9 +174,11 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if !cfg.AnonymousCreate {
 		createMW = append(createMW, h.requireKey)
 	}
+	var limitMW []echo.MiddlewareFunc // shared by the API and the web form
 	if cfg.CreateRate > 0 {
-		createMW = append(createMW, h.createLimit())
+		limitMW = append(limitMW, h.createLimit())
 	}
+	createMW = append(createMW, limitMW...)
 	api.POST("/links", h.create, createMW...)
 	api.GET("/links", h.list, h.identify, h.requireKey)
 	api.GET("/links/:code", h.show, h.identify, h.requireKey)
@@ -174,6 +188,9 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		api.GET("/trending", h.trending, h.identify, h.requireKey)
 	} else {
 		api.GET("/trending", h.trending)
+	}
+	if cfg.Pages {
+		h.pageRoutes(e, limitMW...)
 	}
 	e.GET("/:code", h.redirect)
 	e.HEAD("/:code", h.redirect)
@@ -215,6 +232,11 @@ func (h *Handler) readyz(c echo.Context) error {
 func (h *Handler) redirect(c echo.Context) error {
 	code := c.Param("code")
 	if !plausibleCode(code) {
+		// Not a code: the preview /{code}+ is looked for only here, so a
+		// redirect pays nothing for it.
+		if pc, ok := strings.CutSuffix(code, "+"); ok && h.site != nil && plausibleCode(pc) {
+			return h.preview(c, pc)
+		}
 		return shortener.ErrNotFound
 	}
 	l, err := h.d.Resolver.Resolve(c.Request().Context(), code)

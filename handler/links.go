@@ -78,47 +78,58 @@ func (h *Handler) create(c echo.Context) error {
 	if err := h.decodeJSON(c, &req); err != nil {
 		return err
 	}
-	u, err := h.policy.Validate(req.URL)
-	if err != nil {
-		return err
-	}
-	if req.Alias != "" {
-		if err := ValidateAlias(req.Alias); err != nil {
-			return err
-		}
-	}
-	now := h.d.Now().UTC().Truncate(time.Millisecond)
-	l := shortener.Link{URL: u, Redirect: http.StatusFound, CreatedAt: now, Owner: callerOf(c).Owner}
-	switch req.Redirect {
-	case 0:
-	case http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-		l.Redirect = req.Redirect
-	default:
-		return &Error{Status: 400, Code: CodeInvalidRequest, Message: fmt.Sprintf("redirect %d is not one of 301, 302, 307, 308", req.Redirect)}
-	}
-	if req.ExpiresAt != nil {
-		if !req.ExpiresAt.After(now) {
-			return &Error{Status: 400, Code: CodeInvalidRequest, Message: "expires_at must be in the future"}
-		}
-		l.ExpiresAt = req.ExpiresAt.UTC().Truncate(time.Millisecond)
-	}
 	key, err := idempotencyKey(c.Request().Header)
 	if err != nil {
 		return err
 	}
-	var replayed bool
-	l, replayed, err = h.insert(c.Request().Context(), l, req.Alias, key, now)
+	l, replayed, err := h.createLink(c.Request().Context(), req, key, callerOf(c).Owner)
 	if err != nil {
 		return err
 	}
 	if replayed {
 		c.Response().Header().Set("Idempotent-Replayed", "true")
 	}
-	if h.d.Warmer != nil {
-		h.d.Warmer.Add(c.Request().Context(), l)
-	}
 	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/links/"+l.Code)
 	return c.JSON(http.StatusCreated, h.response(l))
+}
+
+// createLink validates req and stores the link for owner ("" for an
+// anonymous link), under the Idempotency-Key key if not "", then warms
+// the cache. The API's create and the web form share it, so both accept
+// and refuse exactly the same links.
+func (h *Handler) createLink(ctx context.Context, req createRequest, key, owner string) (shortener.Link, bool, error) {
+	u, err := h.policy.Validate(req.URL)
+	if err != nil {
+		return shortener.Link{}, false, err
+	}
+	if req.Alias != "" {
+		if err := ValidateAlias(req.Alias); err != nil {
+			return shortener.Link{}, false, err
+		}
+	}
+	now := h.d.Now().UTC().Truncate(time.Millisecond)
+	l := shortener.Link{URL: u, Redirect: http.StatusFound, CreatedAt: now, Owner: owner}
+	switch req.Redirect {
+	case 0:
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		l.Redirect = req.Redirect
+	default:
+		return shortener.Link{}, false, &Error{Status: 400, Code: CodeInvalidRequest, Message: fmt.Sprintf("redirect %d is not one of 301, 302, 307, 308", req.Redirect)}
+	}
+	if req.ExpiresAt != nil {
+		if !req.ExpiresAt.After(now) {
+			return shortener.Link{}, false, &Error{Status: 400, Code: CodeInvalidRequest, Message: "expires_at must be in the future"}
+		}
+		l.ExpiresAt = req.ExpiresAt.UTC().Truncate(time.Millisecond)
+	}
+	l, replayed, err := h.insert(ctx, l, req.Alias, key, now)
+	if err != nil {
+		return shortener.Link{}, false, err
+	}
+	if h.d.Warmer != nil {
+		h.d.Warmer.Add(ctx, l)
+	}
+	return l, replayed, nil
 }
 
 // show answers GET /api/v1/links/{code} from the source of truth, so API

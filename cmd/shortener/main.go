@@ -156,8 +156,8 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	}
 	h, err := handler.New(handler.Config{BaseURL: cfg.BaseURL, Instance: cfg.Instance, AnonymousCreate: cfg.Anonymous,
 		CreateRate: cfg.CreateRate, CreateBurst: cfg.CreateBurst, IdempotencyTTL: cfg.IdemTTL,
-		TrendingKeyed: cfg.TrendingKeyed,
-		Policy:        handler.NewURLPolicy(cfg.BaseURL, cfg.SelfHosts, cfg.DenyHosts, cfg.AllowLocal)}, handler.Deps{
+		TrendingKeyed: cfg.TrendingKeyed, Pages: true,
+		Policy: handler.NewURLPolicy(cfg.BaseURL, cfg.SelfHosts, cfg.DenyHosts, cfg.AllowLocal)}, handler.Deps{
 		Resolver:    c,
 		Links:       st,
 		Warmer:      c,

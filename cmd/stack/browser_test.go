@@ -1,0 +1,371 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+)
+
+// The browser test drives Debian's headless Chromium through the web pages
+// of a whole stack (nginx in front of two apps), as a person would: it
+// shortens a link with the form, copies it, follows it, previews it, does
+// the same without JavaScript, makes mistakes and meets a deleted link.
+// It saves a screenshot of each page at desktop and phone width into
+// $SHORTENER_SCREENSHOTS (make screenshots: docs/screenshots), or a
+// temporary directory.
+
+// browserTimeout bounds the whole browser test once the stack is up.
+const browserTimeout = 90 * time.Second
+
+// Viewports of the screenshots: a laptop and a common phone.
+var viewports = []struct {
+	name          string
+	width, height int64
+	mobile        bool
+}{{"desktop", 1280, 860, false}, {"phone", 390, 844, true}}
+
+// chromiumPath finds Debian's Chromium. Without it the test skips, or
+// fails under SHORTENER_INTEGRATION=1: CI must not pass by skipping.
+func chromiumPath(tb testing.TB) string {
+	tb.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "browser test needs Chromium: apt-get install chromium, or run `make test`"
+	if os.Getenv("SHORTENER_INTEGRATION") == "1" {
+		tb.Fatal(msg)
+	}
+	tb.Skip(msg)
+	return ""
+}
+
+// newBrowser starts headless Chromium with a fresh profile and the flags
+// that keep it off the network (it only ever talks to 127.0.0.1 here); it
+// stops with the test.
+func newBrowser(tb testing.TB) context.Context {
+	tb.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath(tb)),
+		chromedp.Headless,
+		chromedp.NoSandbox, // root in CI
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.UserDataDir(tb.TempDir()),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-default-apps", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("metrics-recording-only", true),
+		chromedp.Flag("safebrowsing-disable-auto-update", true),
+		chromedp.Flag("password-store", "basic"),
+		chromedp.Flag("force-color-profile", "srgb"),
+		chromedp.Flag("font-render-hinting", "none"),
+		chromedp.WindowSize(1280, 860),
+	}
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	tb.Cleanup(func() { cancel(); cancelAlloc() })
+	if err := chromedp.Do(ctx); err != nil { // starts the browser
+		tb.Fatalf("start Chromium: %v", err)
+	}
+	return ctx
+}
+
+// shots saves screenshots of the pages the test visits.
+type shots struct {
+	tb  testing.TB
+	dir string
+}
+
+func newShots(tb testing.TB) shots {
+	dir := os.Getenv("SHORTENER_SCREENSHOTS")
+	if dir == "" {
+		dir = tb.TempDir()
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	return shots{tb: tb, dir: dir}
+}
+
+// take saves the page as it is now at every viewport (name-desktop.png,
+// name-phone.png), then goes back to the desktop one. A change of
+// viewport lays the page out again without reloading it, so a page that
+// script changed is shot as it is.
+func (s shots) take(ctx context.Context, name string) {
+	s.tb.Helper()
+	for i := len(viewports) - 1; i >= 0; i-- { // phone first, desktop last: the test goes on at desktop size
+		v := viewports[i]
+		opts := []chromedp.EmulateViewportOption{}
+		if v.mobile {
+			opts = append(opts, chromedp.EmulateMobile, chromedp.EmulateScale(2))
+		}
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(v.width, v.height, opts...)); err != nil {
+			s.tb.Fatalf("viewport %s: %v", v.name, err)
+		}
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			s.tb.Fatalf("screenshot %s: %v", name, err)
+		}
+		path := filepath.Join(s.dir, name+"-"+v.name+".png")
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			s.tb.Fatal(err)
+		}
+	}
+}
+
+// destination is the site short links point to in the test: a page with
+// a known title on a port of its own. Its host is "localhost", not the
+// stack's 127.0.0.1, which the URL policy would refuse as a loop.
+func destination(tb testing.TB) string {
+	tb.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, "<!doctype html><title>Destination</title><h1>You arrived at %s</h1>", r.URL.Path)
+	}))
+	tb.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	return "http://localhost:" + port + "/landing?from=browser-test"
+}
+
+// apiKey is the stack's API key (make up writes .stack/api-key).
+func apiKey(tb testing.TB, dir string) string {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, apiKeyFile))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// TestBrowser is the web pages' end-to-end test in a real browser.
+func TestBrowser(t *testing.T) {
+	chromiumPath(t) // before the stack: no Chromium, no need for a stack
+	s := startFullStack(t)
+	base := s.BaseURL()
+	dest := destination(t)
+	key := apiKey(t, s.Dir())
+	shot := newShots(t)
+	bctx := newBrowser(t)
+	ctx, cancel := context.WithTimeout(bctx, browserTimeout)
+	defer cancel()
+	must := func(err error, what string) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		must(err, "text of "+sel)
+		return strings.TrimSpace(s)
+	}
+	// The page may read and write the clipboard, as a person's click allows.
+	for _, perm := range []string{"clipboard-read", "clipboard-write"} {
+		_, err := chromedp.CallBrowser(ctx, browser.SetPermission, browser.SetPermissionParams{
+			Permission: &browser.PermissionDescriptor{Name: perm}, Setting: "granted", Origin: base})
+		must(err, "grant "+perm)
+	}
+
+	// 1. Keep the API key in the browser, from the home page, so the
+	// links made next are the key's, with stats.
+	must(chromedp.Do(ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("url"))), "open /")
+	shot.take(ctx, "home")
+	must(chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(".keybox > summary")),
+		chromedp.SendKeys(chromedp.ID("key"), key),
+		chromedp.Click(chromedp.CSS(`.keybox button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`form.forget`)),
+	), "keep the API key")
+
+	// 2. Shorten through the form, with JavaScript: the answer replaces
+	// the form in place (the page is not reloaded: the marker survives).
+	must(chromedp.Do(ctx,
+		chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`),
+		chromedp.SendKeys(chromedp.ID("url"), dest),
+		chromedp.Click(chromedp.CSS(`form#shorten button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("result-h")),
+	), "shorten with the form")
+	short, err := chromedp.Run(ctx, chromedp.Value(chromedp.ID("short")))
+	must(err, "read the short URL")
+	if !strings.HasPrefix(short, base+"/") {
+		t.Fatalf("short URL %q is not under %s", short, base)
+	}
+	code := strings.TrimPrefix(short, base+"/")
+	if kept, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded === true`)); err != nil || !kept {
+		t.Errorf("the form reloaded the page (err %v): app.js did not answer in place", err)
+	}
+	if got := text(".result .host"); !strings.HasPrefix(got, "localhost:") {
+		t.Errorf("result shows the host as %q", got)
+	}
+	if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { const i = document.querySelector("img.qr"); return i.complete && i.naturalWidth > 0 })()`)); err != nil || !ok {
+		t.Errorf("the QR code image did not load (err %v)", err)
+	}
+	shot.take(ctx, "created")
+
+	// 3. Copy the short URL with the copy button; the clipboard holds it.
+	must(chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`button[data-copy]`)),
+		chromedp.Poll[chromedp.Void](`document.getElementById("copy-status").textContent.startsWith("Copied")`, chromedp.WithPollingTimeout(10*time.Second)),
+	), "copy")
+	clip, err := chromedp.Run(ctx, chromedp.Evaluate[string](`navigator.clipboard.readText()`, chromedp.EvalAwaitPromise))
+	must(err, "read the clipboard")
+	if clip != short {
+		t.Errorf("clipboard holds %q, want %q", clip, short)
+	}
+
+	// 4. Follow it: the browser lands on the destination, through nginx.
+	must(chromedp.Do(ctx, chromedp.Navigate(short), chromedp.WaitVisible(chromedp.CSS("h1"))), "follow "+short)
+	if loc, _ := chromedp.Run(ctx, chromedp.Location()); loc != dest {
+		t.Errorf("following %s landed on %q, want %q", short, loc, dest)
+	}
+
+	// 5. The preview shows where it goes, and the click (clicks are
+	// shipped from each app's journal in batches: reload until counted).
+	must(chromedp.Do(ctx, chromedp.Navigate(short+"+"), chromedp.WaitVisible(chromedp.CSS(".bighost"))), "open the preview")
+	if got := text("#dest-host"); !strings.HasPrefix(got, "localhost:") {
+		t.Errorf("preview shows the host as %q", got)
+	}
+	if clicksCounted {
+		deadline := time.Now().Add(30 * time.Second)
+		for text("#clicks") != "1" {
+			if time.Now().After(deadline) {
+				t.Fatalf("preview shows %q clicks after 30 s, want 1", text("#clicks"))
+			}
+			must(chromedp.Do(ctx, chromedp.Sleep(250*time.Millisecond), chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("clicks"))), "reload the preview")
+		}
+	}
+	shot.take(ctx, "preview")
+
+	// 6. The owner's stats page: the key kept in step 1 opens it.
+	must(chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`a[href="/stats/`+code+`"]`)), chromedp.WaitVisible(chromedp.ID("stats-h"))), "open the stats page")
+	shot.take(ctx, "stats")
+
+	// 7. A bad URL: the API's message next to the URL field, which gets
+	// the focus.
+	must(chromedp.Do(ctx,
+		chromedp.Navigate(base+"/"),
+		chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`),
+		chromedp.SendKeys(chromedp.ID("url"), "ftp://example.com/file"),
+		chromedp.Click(chromedp.CSS(`form#shorten button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.ID("url-error")),
+	), "submit a bad URL")
+	if got := text("#url-error"); !strings.Contains(got, `scheme "ftp" is not allowed`) {
+		t.Errorf("URL error says %q", got)
+	}
+	if kept, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded === true`)); err != nil || !kept {
+		t.Errorf("the bad form reloaded the page (err %v): app.js did not answer in place", err)
+	}
+	if id, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.activeElement.id`)); id != "url" {
+		t.Errorf("focus is on #%s after the error, want #url", id)
+	}
+	shot.take(ctx, "field-error")
+
+	// 8. A deleted link: the browser gets the HTML 410 page; an unknown
+	// one the 404 page.
+	gone := createAndDelete(t, base, key, dest)
+	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(base+"/"+gone))
+	must(err, "open a deleted link")
+	if resp.Status != http.StatusGone || !strings.HasPrefix(resp.MimeType, "text/html") {
+		t.Errorf("deleted link: %d %s, want 410 text/html", resp.Status, resp.MimeType)
+	}
+	if got := text("h1"); got != "This link has expired or was removed" {
+		t.Errorf("410 page says %q", got)
+	}
+	shot.take(ctx, "gone")
+	resp, err = chromedp.Run(ctx, chromedp.NavigateResponse(base+"/noSuchLink1"))
+	must(err, "open an unknown link")
+	if resp.Status != http.StatusNotFound || text("h1") != "This link does not exist" {
+		t.Errorf("unknown link: %d %q", resp.Status, text("h1"))
+	}
+	shot.take(ctx, "not-found")
+
+	// 9. Without JavaScript, as another person (a browser context of its
+	// own: no key kept): the stats page asks for the key; the plain form
+	// post answers with the page, the copy button stays hidden (it needs
+	// script), the link works.
+	noJS, cancelNoJS := chromedp.NewContext(ctx, chromedp.WithNewBrowserContext())
+	defer cancelNoJS()
+	_, err = chromedp.Call(noJS, emulation.SetScriptExecutionDisabled, emulation.SetScriptExecutionDisabledParams{Value: true})
+	must(err, "disable JavaScript")
+	must(chromedp.Do(noJS, chromedp.Navigate(base+"/stats/"+code), chromedp.WaitVisible(chromedp.ID("key"))), "open a stats page without a key")
+	shot.take(noJS, "stats-key")
+	must(chromedp.Do(noJS, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("url"))), "open / without JavaScript")
+	must(chromedp.Do(noJS, chromedp.SendKeys(chromedp.ID("url"), dest+"&js=off")), "type a URL without JavaScript")
+	resp, err = chromedp.RunResponse(noJS, chromedp.Click(chromedp.CSS(`form#shorten button[type=submit]`)))
+	must(err, "shorten without JavaScript")
+	if resp.Status != http.StatusCreated {
+		t.Errorf("form post without JavaScript: %d, want 201", resp.Status)
+	}
+	noJSShort, err := chromedp.Run(noJS, chromedp.Value(chromedp.ID("short")))
+	must(err, "read the short URL made without JavaScript")
+	if hidden, _ := chromedp.Run(noJS, chromedp.Evaluate[bool](`document.querySelector("button[data-copy]").hidden`)); !hidden {
+		t.Error("the copy button shows without JavaScript")
+	}
+	shot.take(noJS, "created-nojs")
+	must(chromedp.Do(noJS, chromedp.Navigate(noJSShort), chromedp.WaitVisible(chromedp.CSS("h1"))), "follow the link made without JavaScript")
+	if loc, _ := chromedp.Run(noJS, chromedp.Location()); loc != dest+"&js=off" {
+		t.Errorf("following %s landed on %q", noJSShort, loc)
+	}
+}
+
+// clicksCounted turns on the check that the preview counts the click; it
+// needs the click journal (issue 11).
+const clicksCounted = false
+
+// createAndDelete makes a link through the API and deletes it, returning
+// its code.
+func createAndDelete(tb testing.TB, base, key, dest string) string {
+	tb.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/links", strings.NewReader(`{"url":"`+dest+`&deleted=1"}`))
+	req.Header.Set("X-Api-Key", key) // the key's link, so the key may delete it
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		tb.Fatalf("create: %d %s", resp.StatusCode, body)
+	}
+	code := between(string(body), `"code":"`, `"`)
+	req, _ = http.NewRequest(http.MethodDelete, base+"/api/v1/links/"+code, nil)
+	req.Header.Set("X-Api-Key", key)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		tb.Fatalf("delete %s: %d", code, resp.StatusCode)
+	}
+	return code
+}
+
+// between returns the text of s after the first start and before the next
+// end.
+func between(s, start, end string) string {
+	_, rest, _ := strings.Cut(s, start)
+	v, _, _ := strings.Cut(rest, end)
+	return v
+}

@@ -1,0 +1,278 @@
+package handler
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"shortener"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// keyCookieName holds the API key a browser entered on a stats page. It
+// is HttpOnly (no script, ours or injected, can read it), SameSite=Lax
+// and sent only to this site; the key is checked on every use, so a
+// revoked key stops working at once.
+const keyCookieName = "shortener_key"
+
+// keyCookie returns the API key kept in the browser, "" if none.
+func keyCookie(c echo.Context) string {
+	ck, err := c.Cookie(keyCookieName)
+	if err != nil {
+		return ""
+	}
+	return ck.Value
+}
+
+// cookieCaller identifies the browser by the API key it keeps: anonymous
+// without one, ErrUnknownKey for a key revoked since it was entered.
+func (h *Handler) cookieCaller(c echo.Context) (shortener.Caller, error) {
+	key := keyCookie(c)
+	if key == "" {
+		return shortener.Caller{}, nil
+	}
+	if h.d.Keys == nil {
+		return shortener.Caller{}, ErrUnknownKey
+	}
+	return h.d.Keys.Identify(c.Request().Context(), key)
+}
+
+// hostOf returns the host of an absolute URL, "" if it has none.
+func hostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
+// previewPage is GET /{code}+.
+type previewPage struct {
+	Title      string
+	Link       linkView
+	Clicks     int64
+	HasClicks  bool
+	ClicksNote string
+}
+
+// preview answers GET /{code}+: where the link goes, when it was made and
+// how often it was followed, with a button to go. Reached from redirect
+// only for paths that are not codes, so it costs the redirect nothing.
+// The link comes through the cache like a redirect's (a preview is as
+// available as the link); unknown, expired and deleted links get the
+// same error pages as the redirect.
+func (h *Handler) preview(c echo.Context, code string) error {
+	l, err := h.d.Resolver.Resolve(c.Request().Context(), code)
+	if err != nil {
+		return err
+	}
+	if l.Gone(h.d.Now()) {
+		return errGone
+	}
+	p := previewPage{Title: "Where " + code + " goes", Link: h.view(l)}
+	p.Clicks, p.HasClicks, p.ClicksNote = h.totalClicks(c, l)
+	return h.render(c, http.StatusOK, "preview", pageFresh, p)
+}
+
+// totalClicks is a link's click count for a page; when it cannot be had,
+// the page says why instead of failing.
+func (h *Handler) totalClicks(c echo.Context, l shortener.Link) (int64, bool, string) {
+	return 0, false, "not counted yet"
+}
+
+// statsPage is GET /stats/{code}.
+type statsPage struct {
+	Title    string
+	Code     string
+	Link     *linkView
+	NeedKey  bool   // no key kept, or it was refused: show the key form
+	KeyError string // why the key was refused
+	HasKey   bool
+	NotYours bool // the key kept does not manage this link
+	Stats    *statsView
+	Note     string // why there are no stats to show
+}
+
+// statsView is a link's clicks as the stats page shows them.
+type statsView struct {
+	Total     int64
+	Interval  string
+	Chart     chartSVG
+	Series    []point
+	Referrers []share
+	Agents    []share
+	AsOf      time.Time
+}
+
+// point is one bar of the clicks chart.
+type point struct {
+	At     time.Time
+	Clicks int64
+}
+
+// share is a named count with its part of the whole.
+type share struct {
+	Name    string
+	Clicks  int64
+	Percent int
+}
+
+// statsPage answers GET /stats/{code} for a link's owner: the clicks over
+// time, the top referrer hosts and the browser/bot split, rendered on the
+// server (the chart is SVG), with the API key kept in an HttpOnly cookie.
+func (h *Handler) statsPage(c echo.Context) error {
+	code := c.Param("code")
+	if !plausibleCode(code) {
+		return shortener.ErrNotFound
+	}
+	p := statsPage{Title: "Stats of " + code, Code: code}
+	p.HasKey = keyCookie(c) != ""
+	caller, err := h.cookieCaller(c)
+	switch {
+	case errors.Is(err, ErrUnknownKey):
+		p.NeedKey, p.KeyError = true, "the key kept in this browser is not valid any more; enter another"
+		return h.render(c, http.StatusOK, "stats", pagePrivate, p)
+	case err != nil:
+		return err
+	case !caller.Keyed():
+		p.NeedKey = true
+		return h.render(c, http.StatusOK, "stats", pagePrivate, p)
+	}
+	l, err := h.d.Links.Link(c.Request().Context(), code)
+	if err != nil {
+		return err
+	}
+	if !caller.Manages(l) {
+		p.NotYours = true
+		return h.render(c, http.StatusForbidden, "stats", pagePrivate, p)
+	}
+	v := h.view(l)
+	p.Link = &v
+	p.Stats, p.Note = h.linkStats(c, l)
+	return h.render(c, http.StatusOK, "stats", pagePrivate, p)
+}
+
+// linkStats reads a link's clicks for the stats page.
+func (h *Handler) linkStats(c echo.Context, l shortener.Link) (*statsView, string) {
+	return nil, "Click statistics are not available yet on this server."
+}
+
+// saveKey answers POST /settings/key: keep the API key typed into a page
+// in this browser (action "save") or forget it ("forget"), then go back
+// to the page the form was on (303, so a reload does not post twice).
+func (h *Handler) saveKey(c echo.Context) error {
+	r := c.Request()
+	if err := http.NewCrossOriginProtection().Check(r); err != nil {
+		return &Error{Status: http.StatusForbidden, Code: CodeInvalidRequest, Message: "cross-origin form posts are refused"}
+	}
+	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxBody)
+	if err := r.ParseForm(); err != nil {
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "the form could not be read"}
+	}
+	next := localPath(r.PostForm.Get("next"))
+	ck := &http.Cookie{Name: keyCookieName, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
+		Secure: strings.HasPrefix(h.cfg.BaseURL, "https:")}
+	if r.PostForm.Get("action") == "forget" {
+		ck.MaxAge = -1
+		c.SetCookie(ck)
+		return c.Redirect(http.StatusSeeOther, next)
+	}
+	key := strings.TrimSpace(r.PostForm.Get("key"))
+	err := error(ErrUnknownKey) // an empty key is not a key
+	if key != "" && h.d.Keys != nil {
+		_, err = h.d.Keys.Identify(r.Context(), key)
+	}
+	if err != nil && !errors.Is(err, ErrUnknownKey) {
+		return err
+	}
+	if err != nil {
+		msg := "this API key is not valid"
+		if key == "" {
+			msg = "enter your API key"
+		}
+		if code, ok := strings.CutPrefix(next, "/stats/"); ok && plausibleCode(code) {
+			p := statsPage{Title: "Stats of " + code, Code: code, NeedKey: true, KeyError: msg}
+			return h.render(c, http.StatusUnauthorized, "stats", pagePrivate, p)
+		}
+		p := h.newHomePage(c)
+		p.KeyError = msg
+		return h.render(c, http.StatusUnauthorized, "home", pagePrivate, p)
+	}
+	ck.Value, ck.MaxAge = key, 365*24*3600
+	c.SetCookie(ck)
+	return c.Redirect(http.StatusSeeOther, next)
+}
+
+// localPath returns p if it is a path on this site, "/" otherwise: the
+// key form's way back must not lead elsewhere (//evil.example is a host).
+func localPath(p string) string {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\r\n") {
+		return "/"
+	}
+	return p
+}
+
+// trendingPage is GET /trending.
+type trendingPage struct {
+	Title   string
+	Window  string
+	Windows []string
+	Items   []trendItem
+	Source  string
+	AsOf    time.Time
+	Note    string // why there is no list to show
+}
+
+// trendItem is one row of the trending list.
+type trendItem struct {
+	Rank     int
+	Code     string
+	ShortURL string
+	URL      string
+	Host     string
+	Clicks   int64
+}
+
+// trendWindows are the windows the trending API knows.
+var trendWindows = []string{"5m", "1h", "24h"}
+
+// trendLimit is how many links the trending page lists.
+const trendLimit = 20
+
+// trendingPage answers GET /trending?window=5m|1h|24h: the most followed
+// links, rendered on the server; app.js refreshes the list in place from
+// the trending API without reloading the page.
+func (h *Handler) trendingPage(c echo.Context) error {
+	w := c.QueryParam("window")
+	if w == "" {
+		w = "1h"
+	}
+	valid := false
+	for _, tw := range trendWindows {
+		valid = valid || w == tw
+	}
+	if !valid {
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "window must be 5m, 1h or 24h"}
+	}
+	p := trendingPage{Title: "Trending links", Window: w, Windows: trendWindows}
+	switch {
+	case h.d.Trending == nil:
+		p.Note = "Trending is not available on this server."
+	case h.cfg.TrendingKeyed:
+		// The API wants a key; the page will not show what the API hides.
+		p.Note = "Trending is private on this server: ask its API with your key."
+	default:
+		t, err := h.d.Trending.Top(w, trendLimit)
+		if err != nil {
+			return err
+		}
+		p.Source, p.AsOf = t.Source, t.AsOf
+		for i, tr := range t.Links {
+			v := h.view(tr.Link)
+			p.Items = append(p.Items, trendItem{Rank: i + 1, Code: v.Code, ShortURL: v.ShortURL, URL: v.URL, Host: v.Host, Clicks: tr.Clicks})
+		}
+	}
+	return h.render(c, http.StatusOK, "trending", pageFresh, p)
+}
