@@ -261,7 +261,20 @@ func TestBrowser(t *testing.T) {
 	must(chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`a[href="/stats/`+code+`"]`)), chromedp.WaitVisible(chromedp.ID("stats-h"))), "open the stats page")
 	shot.take(ctx, "stats")
 
-	// 7. A bad URL: the API's message next to the URL field, which gets
+	// 7. Trending: the list refreshes itself from the API, in place.
+	must(chromedp.Do(ctx,
+		chromedp.Navigate(base+"/trending?window=5m"),
+		chromedp.WaitVisible(chromedp.ID("trend-rows")),
+		chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`),
+		chromedp.Poll[chromedp.Void](`document.getElementById("trend-status").textContent.startsWith("Updated")`,
+			chromedp.WithPollingTimeout(20*time.Second)),
+	), "open trending and see it refresh")
+	if kept, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded === true`)); err != nil || !kept {
+		t.Errorf("trending reloaded the page to refresh (err %v)", err)
+	}
+	shot.take(ctx, "trending")
+
+	// 8. A bad URL: the API's message next to the URL field, which gets
 	// the focus.
 	must(chromedp.Do(ctx,
 		chromedp.Navigate(base+"/"),
@@ -281,7 +294,7 @@ func TestBrowser(t *testing.T) {
 	}
 	shot.take(ctx, "field-error")
 
-	// 8. A deleted link: the browser gets the HTML 410 page; an unknown
+	// 9. A deleted link: the browser gets the HTML 410 page; an unknown
 	// one the 404 page.
 	gone := createAndDelete(t, base, key, dest)
 	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(base+"/"+gone))
@@ -300,7 +313,7 @@ func TestBrowser(t *testing.T) {
 	}
 	shot.take(ctx, "not-found")
 
-	// 9. Without JavaScript, as another person (a browser context of its
+	// 10. Without JavaScript, as another person (a browser context of its
 	// own: no key kept): the stats page asks for the key; the plain form
 	// post answers with the page, the copy button stays hidden (it needs
 	// script), the link works.
