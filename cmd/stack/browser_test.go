@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,9 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	"shortener/stack"
+	"shortener/stack/stacktest"
 )
 
 // The browser test drives Debian's headless Chromium through the web pages
@@ -147,6 +151,19 @@ func destination(tb testing.TB) string {
 	return "http://localhost:" + port + "/landing?from=browser-test"
 }
 
+// startBrowserStack is startFullStack whose apps accept links to
+// loopback hosts: the test's destination server runs on this machine.
+func startBrowserStack(tb testing.TB) *stack.Stack {
+	tb.Helper()
+	stacktest.RequirePrograms(tb)
+	bin := shortenerBinary(tb)
+	return stacktest.StartWith(tb, func(ctx context.Context, dir string, log *slog.Logger) (*stack.Stack, error) {
+		cfg := stackConfig(dir, bin, ports{}, true, log)
+		cfg.AppEnv = append(cfg.AppEnv, "SHORTENER_ALLOW_LOCAL_TARGETS=true")
+		return startStack(ctx, cfg)
+	})
+}
+
 // apiKey is the stack's API key (make up writes .stack/api-key).
 func apiKey(tb testing.TB, dir string) string {
 	tb.Helper()
@@ -160,7 +177,7 @@ func apiKey(tb testing.TB, dir string) string {
 // TestBrowser is the web pages' end-to-end test in a real browser.
 func TestBrowser(t *testing.T) {
 	chromiumPath(t) // before the stack: no Chromium, no need for a stack
-	s := startFullStack(t)
+	s := startBrowserStack(t)
 	base := s.BaseURL()
 	dest := destination(t)
 	key := apiKey(t, s.Dir())
