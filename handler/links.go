@@ -4,10 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"shortener"
 	"strings"
@@ -49,28 +47,6 @@ func (h *Handler) response(l shortener.Link) linkResponse {
 	return r
 }
 
-// decodeJSON reads exactly one JSON object with no unknown fields from a
-// body capped at the configured size.
-func (h *Handler) decodeJSON(c echo.Context, v any) error {
-	body := http.MaxBytesReader(c.Response(), c.Request().Body, maxBody)
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		if errors.Is(err, io.EOF) {
-			return &Error{Status: 400, Code: CodeInvalidJSON, Message: "request body is empty; send a JSON object"}
-		}
-		return &Error{Status: 400, Code: CodeInvalidJSON, Message: "request body is not valid JSON: " + err.Error()}
-	}
-	if dec.More() {
-		return &Error{Status: 400, Code: CodeInvalidJSON, Message: "request body holds more than one JSON value"}
-	}
-	return nil
-}
-
 // create answers POST /api/v1/links. The link is committed in MySQL
 // before 201 is sent; warming Redis is best effort.
 func (h *Handler) create(c echo.Context) error {
@@ -82,11 +58,19 @@ func (h *Handler) create(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if key != "" {
+		key = scopedKey(callerOf(c), c.RealIP(), key)
+	}
 	l, replayed, err := h.createLink(c.Request().Context(), req, key, callerOf(c).Owner)
 	if err != nil {
 		return err
 	}
 	if replayed {
+		if l.Gone(h.d.Now()) {
+			// The first answer's link was deleted (or expired) since: a
+			// 201 would tell the client it has a working link.
+			return errGone
+		}
 		c.Response().Header().Set("Idempotent-Replayed", "true")
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/links/"+l.Code)
@@ -258,7 +242,7 @@ func (h *Handler) insert(ctx context.Context, l shortener.Link, alias, key strin
 			var replayed bool
 			got, replayed, err = h.d.Links.CreateIdempotent(ctx, l, shortener.Idempotency{
 				Key:         key,
-				RequestHash: requestHash(l),
+				RequestHash: requestHash(l, alias),
 				ExpiresAt:   now.Add(h.cfg.IdempotencyTTL),
 			})
 			if err == nil {
@@ -305,11 +289,26 @@ func idempotencyKey(h http.Header) (string, error) {
 
 // requestHash fingerprints what a create asks for, so a retry can be told
 // from another request reusing its key.
-func requestHash(l shortener.Link) string {
+func requestHash(l shortener.Link, alias string) string {
 	var exp int64
 	if !l.ExpiresAt.IsZero() {
 		exp = l.ExpiresAt.UnixMilli()
 	}
-	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\n%d\n%d", l.URL, l.Redirect, exp)))
+	// Every field of the request, each length-prefixed so no two requests
+	// share a fingerprint by moving text between fields.
+	sum := sha256.Sum256([]byte(fmt.Sprintf("v2\n%d:%s\n%d:%s\n%d\n%d", len(l.URL), l.URL, len(alias), alias, l.Redirect, exp)))
+	return hex.EncodeToString(sum[:])
+}
+
+// scopedKey is the Idempotency-Key as stored: hashed together with who
+// sent it (the API key's owner identity, or the client address for an
+// anonymous create), so one client can neither replay another's answer
+// nor squat another's key.
+func scopedKey(caller shortener.Caller, clientAddr, key string) string {
+	scope := "addr:" + clientAddr
+	if caller.Keyed() {
+		scope = "key:" + caller.Owner
+	}
+	sum := sha256.Sum256([]byte(scope + "\n" + key))
 	return hex.EncodeToString(sum[:])
 }

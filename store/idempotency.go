@@ -100,3 +100,17 @@ func (s *Store) replay(ctx context.Context, idem shortener.Idempotency) (shorten
 	}
 	return l, true, nil
 }
+
+// PurgeIdempotencyKeys removes up to limit keys that expired before
+// before, and says how many it removed. Expired keys are dead weight: a
+// reused expired key is reclaimed in place anyway, so nothing reads them.
+func (s *Store) PurgeIdempotencyKeys(ctx context.Context, before time.Time, limit int) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	res, err := s.db.ExecContext(ctx, "DELETE FROM idempotency_keys WHERE expires_at < ? LIMIT ?", before.UTC(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("purge idempotency keys: %w: %w", shortener.ErrUnavailable, err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}

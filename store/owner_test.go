@@ -97,3 +97,26 @@ func TestOwnershipAndDuplicates(t *testing.T) {
 		t.Errorf("a refused insert left a row: %v", err)
 	}
 }
+
+// TestPurgeIdempotencyKeys removes expired keys only.
+func TestPurgeIdempotencyKeys(t *testing.T) {
+	s := stacktest.Start(t)
+	st := openStore(t, s.MySQLDSN())
+	ctx := context.Background()
+	if err := st.Migrate(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for i, exp := range []time.Time{now.Add(-time.Hour), now.Add(-time.Minute), now.Add(time.Hour)} {
+		l := shortener.Link{ID: int64(i + 1), Code: fmt.Sprintf("p%d", i), URL: "https://example.com/", Redirect: 302, CreatedAt: now.Add(-2 * time.Hour)}
+		if _, _, err := st.CreateIdempotent(ctx, l, shortener.Idempotency{Key: l.Code, RequestHash: "h", ExpiresAt: exp}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := st.PurgeIdempotencyKeys(ctx, now, 1000); err != nil || n != 2 {
+		t.Errorf("purge: %d, %v; want the 2 expired keys", n, err)
+	}
+	if n, err := st.PurgeIdempotencyKeys(ctx, now, 1000); err != nil || n != 0 {
+		t.Errorf("second purge: %d, %v; want 0", n, err)
+	}
+}

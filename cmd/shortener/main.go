@@ -148,6 +148,9 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	go func() { trendingDone <- trend.Run(tctx) }()
 	defer func() { stopTrending(); <-trendingDone }() // last flush and spool, before Redis closes
 
+	// Expired idempotency keys are purged in the background.
+	go purgeIdempotencyKeys(cctx, st, log)
+
 	// Keys are checked against the last list read, never waiting on MySQL;
 	// the first list is read here so the first requests find one.
 	keyring := handler.NewKeyring(st, []string{cfg.APIKey}, []string{cfg.AdminKey}, 5*time.Second, time.Now, log)
@@ -218,6 +221,25 @@ func waitMigrate(ctx context.Context, st *store.Store, limit time.Duration, log 
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// purgeIdempotencyKeys removes expired idempotency keys every minute, a
+// bounded batch at a time, until ctx ends.
+func purgeIdempotencyKeys(ctx context.Context, st *store.Store, log *slog.Logger) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := st.PurgeIdempotencyKeys(ctx, time.Now(), 1000); err != nil {
+			log.Debug("purge idempotency keys", "err", err)
+		} else if n > 0 {
+			log.Info("expired idempotency keys purged", "keys", n)
 		}
 	}
 }
