@@ -54,57 +54,39 @@ type Config struct {
 	// served answer is recomputed (and the 5m window read from Redis).
 	Tick    time.Duration
 	Refresh time.Duration
-	// Stale is how old a window's last Redis read may get, beyond its
-	// own refresh period, before answers are labelled local.
-	Stale time.Duration
 	// Capacity is the number of counters of each local top-K (one per
-	// window bucket); MaxQueued bounds the link-minutes awaiting merge-back;
-	// Chunk bounds the link-minutes of one batch (one Redis script).
+	// window bucket); MaxQueued bounds the link-minutes awaiting
+	// merge-back.
 	Capacity  int
 	MaxQueued int
-	Chunk     int
 }
 
-func (c *Config) defaults() {
-	if c.Timeout <= 0 {
-		c.Timeout = 50 * time.Millisecond
+// KeyPrefix is the namespace of trending's Redis keys.
+const KeyPrefix = "trending:"
+
+// batchSlots bounds the link-minutes of one batch, so that one script
+// (three increments per slot) runs in well under a Redis deadline.
+const batchSlots = 500
+
+// validate names every missing or impossible value; the defaults are the
+// configuration's (cmd/shortener), not this package's.
+func (c Config) validate() error {
+	var errs []error
+	need := func(ok bool, what string) {
+		if !ok {
+			errs = append(errs, errors.New(what))
+		}
 	}
-	if c.PoolSize <= 0 {
-		c.PoolSize = 4
-	}
-	if c.BreakerFailures == 0 {
-		c.BreakerFailures = 5
-	}
-	if c.BreakerWindow < c.BreakerFailures {
-		c.BreakerWindow = 2 * c.BreakerFailures
-	}
-	if c.BreakerDelay <= 0 {
-		c.BreakerDelay = time.Second
-	}
-	if c.BreakerSuccesses == 0 {
-		c.BreakerSuccesses = 3
-	}
-	if c.Prefix == "" {
-		c.Prefix = "trending:"
-	}
-	if c.Tick <= 0 {
-		c.Tick = 200 * time.Millisecond
-	}
-	if c.Refresh <= 0 {
-		c.Refresh = time.Second
-	}
-	if c.Stale <= 0 {
-		c.Stale = 3 * time.Second
-	}
-	if c.Capacity <= 0 {
-		c.Capacity = 1_000
-	}
-	if c.MaxQueued <= 0 {
-		c.MaxQueued = 1_000_000
-	}
-	if c.Chunk <= 0 {
-		c.Chunk = 500
-	}
+	need(c.MasterName != "" && len(c.SentinelAddrs) > 0, "master name and sentinel addresses are required")
+	need(c.Node != "", "node is required")
+	need(c.Prefix != "", "key prefix is required")
+	need(c.Timeout > 0, "timeout must be positive")
+	need(c.PoolSize > 0, "pool size must be positive")
+	need(c.BreakerFailures > 0 && c.BreakerWindow >= c.BreakerFailures, "breaker: need 1 <= failures <= window")
+	need(c.BreakerDelay > 0 && c.BreakerSuccesses > 0, "breaker: delay and successes must be positive")
+	need(c.Tick > 0 && c.Refresh >= c.Tick, "need 0 < tick <= refresh")
+	need(c.Capacity > 0 && c.MaxQueued > 0, "top-K capacity and queue bound must be positive")
+	return errors.Join(errs...)
 }
 
 // Ranking counts clicks into Redis's trending sets and answers trending
@@ -140,9 +122,8 @@ type Ranking struct {
 // Redis is connected lazily. res filters deleted and expired links; now
 // is the clock (time.Now outside tests); metrics are registered on reg.
 func New(cfg Config, res Resolver, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) (*Ranking, error) {
-	cfg.defaults()
-	if cfg.MasterName == "" || len(cfg.SentinelAddrs) == 0 || cfg.Node == "" {
-		return nil, errors.New("new trending: master name, sentinel addresses and node are required")
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("new trending: %w", err)
 	}
 	m, err := newMetrics(reg)
 	if err != nil {
@@ -156,7 +137,7 @@ func New(cfg Config, res Resolver, now func() time.Time, log *slog.Logger, reg p
 		log:      log,
 		m:        m,
 		inbox:    map[slot]uint64{},
-		q:        queue{chunk: cfg.Chunk},
+		q:        queue{chunk: batchSlots},
 		mine:     map[int64]uint64{},
 		share:    1,
 		removals: map[string]bool{},
@@ -406,7 +387,9 @@ func (r *Ranking) answer(ctx context.Context, i int, w window, now time.Time, wi
 	t := shortener.Trending{Window: w.span, From: w.res.start(w.first(now)), AsOf: now, Source: sourceLocal}
 	if s := r.snaps[i]; s != nil && withSnapshot {
 		t.Synced = s.asOf
-		fresh := now.Sub(s.asOf) <= time.Duration(w.every)*r.cfg.Refresh+r.cfg.Stale
+		// Labelled redis while the last read is at most a few refresh
+		// periods older than the window's own refresh period.
+		fresh := now.Sub(s.asOf) <= time.Duration(w.every+3)*r.cfg.Refresh
 		if fresh && r.healthy() {
 			t.Source = sourceRedis
 		}
