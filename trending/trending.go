@@ -435,16 +435,28 @@ func (r *Ranking) estimate(i int, w window, now time.Time, withSnapshot bool) []
 			est[c.Key] += float64(c.Count) / r.share
 		}
 	}
-	out := make([]Count, 0, len(est))
-	for k, v := range est {
-		out = append(out, Count{Key: k, Count: uint64(math.Round(v))})
+	type scored struct {
+		key string
+		v   float64
 	}
-	slices.SortFunc(out, func(a, b Count) int {
-		if c := cmp.Compare(est[b.Key], est[a.Key]); c != 0 {
+	all := make([]scored, 0, len(est))
+	for k, v := range est {
+		all = append(all, scored{k, v})
+	}
+	order := func(a, b scored) int {
+		if c := cmp.Compare(b.v, a.v); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.Key, b.Key)
-	})
+		return cmp.Compare(a.key, b.key)
+	}
+	// Only the first few hundred can be served (fetch alive links, after
+	// those found gone).
+	slices.SortFunc(all, order)
+	all = all[:min(len(all), 4*fetch)]
+	out := make([]Count, len(all))
+	for i, c := range all {
+		out[i] = Count{Key: c.key, Count: uint64(math.Round(c.v))}
+	}
 	return out
 }
 

@@ -66,8 +66,12 @@ type Config struct {
 
 	// Trending: who may read it, and where this instance keeps the
 	// clicks Redis has not taken yet.
-	TrendingKeyed bool
-	TrendingSpool string
+	TrendingKeyed     bool
+	TrendingSpool     string
+	TrendingTick      time.Duration // how often clicks are sent to Redis
+	TrendingRefresh   time.Duration // how often answers are recomputed
+	TrendingTopK      int           // counters per local top-K
+	TrendingMaxQueued int           // link-minutes kept for the merge-back
 }
 
 // envFlags binds flags whose defaults come from environment variables and
@@ -185,6 +189,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.boolean(&c.Anonymous, "anonymous-create", "SHORTENER_ANONYMOUS_CREATE", true, "let clients without an API key create links")
 	e.str(&c.APIKey, "api-key", "SHORTENER_API_KEY", "", "an API key from the configuration, besides those made with 'shortener keys create' (X-Api-Key)")
 	e.boolean(&c.TrendingKeyed, "trending-keyed", "SHORTENER_TRENDING_KEYED", false, "GET /api/v1/trending needs an API key")
+	e.dur(&c.TrendingTick, "trending-tick", "SHORTENER_TRENDING_TICK", 200*time.Millisecond, "how often counted clicks are sent to Redis's trending sets")
+	e.dur(&c.TrendingRefresh, "trending-refresh", "SHORTENER_TRENDING_REFRESH", time.Second, "how often trending answers are recomputed (the 5m window read from Redis)")
+	e.int(&c.TrendingTopK, "trending-topk", "SHORTENER_TRENDING_TOPK", 1_000, "counters of each local top-K used while Redis is out (one per window bucket)")
+	e.int(&c.TrendingMaxQueued, "trending-max-queued", "SHORTENER_TRENDING_MAX_QUEUED", 1_000_000, "link-minutes counted during a Redis outage kept for the merge-back; more are dropped from it")
 	e.str(&c.TrendingSpool, "trending-spool", "SHORTENER_TRENDING_SPOOL", "", "file keeping the clicks counted during a Redis outage until they are merged back, so a restart does not lose them (empty: memory only)")
 	e.str(&c.AdminKey, "admin-key", "SHORTENER_ADMIN_KEY", "", "an admin API key from the configuration: manages every link")
 
@@ -223,7 +231,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 		v    time.Duration
 	}{{"redis timeout", c.RedisTimeout}, {"mysql timeout", c.MySQLTimeout}, {"breaker delay", c.BreakerDelay},
 		{"l1 ttl", c.L1TTL}, {"node lease ttl", c.NodeLeaseTTL}, {"l1 negative ttl", c.L1NegativeTTL},
-		{"redis ttl", c.RedisTTL}, {"idempotency ttl", c.IdemTTL}, {"invalidation replay", c.InvalidationReplay}, {"invalidation grace", c.InvalidationGrace}} {
+		{"redis ttl", c.RedisTTL}, {"idempotency ttl", c.IdemTTL}, {"invalidation replay", c.InvalidationReplay}, {"invalidation grace", c.InvalidationGrace},
+		{"trending tick", c.TrendingTick}, {"trending refresh", c.TrendingRefresh}} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.v))
 		}

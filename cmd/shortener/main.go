@@ -16,7 +16,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -128,17 +127,7 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	go func() { cacheDone <- c.Run(cctx) }()
 	defer func() { stopCache(); <-cacheDone }() // before Redis closes
 
-	trend, err := trending.New(trending.Config{
-		MasterName:      cfg.RedisMaster,
-		SentinelAddrs:   cfg.RedisSentinels,
-		Password:        cfg.RedisPassword,
-		Timeout:         cfg.RedisTimeout,
-		BreakerFailures: cfg.BreakerFailures,
-		BreakerWindow:   cfg.BreakerWindow,
-		BreakerDelay:    cfg.BreakerDelay,
-		Node:            "node-" + strconv.FormatInt(cfg.NodeID, 10),
-		Spool:           cfg.TrendingSpool,
-	}, c, time.Now, log, reg)
+	trend, err := trending.New(cfg.trendingConfig(), c, time.Now, log, reg)
 	if err != nil {
 		return err
 	}

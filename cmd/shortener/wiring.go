@@ -1,10 +1,13 @@
 package main
 
 import (
+	"strconv"
+
 	"shortener/cache"
 	"shortener/handler"
 	"shortener/idgen"
 	"shortener/store"
+	"shortener/trending"
 )
 
 // The packages declare the small interfaces they consume; main wires in
@@ -26,6 +29,11 @@ var (
 	_ cache.Outbox     = (*store.Store)(nil)
 
 	_ handler.IDs = (*idgen.Generator)(nil)
+
+	// The ranking serves trending and resolves what it ranks through the
+	// lookup path.
+	_ handler.Trender   = (*trending.Ranking)(nil)
+	_ trending.Resolver = (*cache.Cache)(nil)
 )
 
 // cacheConfig is the cache's part of the configuration. cache.New validates it
@@ -48,5 +56,31 @@ func (cfg Config) cacheConfig() cache.Config {
 		BreakerSuccesses:  cfg.BreakerSuccesses,
 		ReplayInterval:    cfg.InvalidationReplay,
 		InvalidationGrace: cfg.InvalidationGrace,
+	}
+}
+
+// trendingConfig is the ranking's part of the configuration; like the
+// cache, trending.New validates it and has no defaults of its own. It
+// shares the lookup path's Redis settings and breaker tuning, with a
+// breaker of its own. The node name ties this instance's batches to its
+// sequence mark in Redis: node IDs are unique among live instances.
+func (cfg Config) trendingConfig() trending.Config {
+	return trending.Config{
+		MasterName:       cfg.RedisMaster,
+		SentinelAddrs:    cfg.RedisSentinels,
+		Password:         cfg.RedisPassword,
+		Timeout:          cfg.RedisTimeout,
+		PoolSize:         cfg.RedisPoolSize,
+		BreakerFailures:  cfg.BreakerFailures,
+		BreakerWindow:    cfg.BreakerWindow,
+		BreakerDelay:     cfg.BreakerDelay,
+		BreakerSuccesses: cfg.BreakerSuccesses,
+		Node:             "node-" + strconv.FormatInt(cfg.NodeID, 10),
+		Prefix:           trending.KeyPrefix,
+		Spool:            cfg.TrendingSpool,
+		Tick:             cfg.TrendingTick,
+		Refresh:          cfg.TrendingRefresh,
+		Capacity:         cfg.TrendingTopK,
+		MaxQueued:        cfg.TrendingMaxQueued,
 	}
 }

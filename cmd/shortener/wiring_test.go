@@ -4,10 +4,12 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"shortener/cache"
+	"shortener/trending"
 )
 
 // TestDefaultsSatisfyCache checks that parseConfig's defaults, the only
@@ -23,4 +25,17 @@ func TestDefaultsSatisfyCache(t *testing.T) {
 		t.Fatalf("cache.New with the default configuration: %v", err)
 	}
 	c.Close()
+}
+
+// TestDefaultsSatisfyTrending does the same for the ranking.
+func TestDefaultsSatisfyTrending(t *testing.T) {
+	cfg, err := parseConfig(nil, envOf(map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := trending.New(cfg.trendingConfig(), nil, time.Now, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatalf("trending.New with the default configuration: %v", err)
+	}
+	r.Close()
 }

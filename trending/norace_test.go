@@ -1,0 +1,5 @@
+//go:build !race
+
+package trending
+
+const raceEnabled = false
