@@ -112,7 +112,7 @@ func (a Agent) String() string {
 // the moment, the referrer's host only (never the full referrer: privacy)
 // and the agent class.
 type Click struct {
-	LinkID   int64
+	LinkID   int64 // 0 when the cache that resolved the link did not know it: the code identifies it
 	Code     string
 	At       time.Time // UTC
 	Referrer string    // host of the Referer header, lower case; "" when none
@@ -139,4 +139,50 @@ type Trending struct {
 	// clicks) or "local" (this instance's view while Redis is out).
 	Source string
 	Links  []Trend
+}
+
+// ClickBatch is a run of clicks read from one segment of an instance's
+// click journal, counted in the source of truth in one transaction.
+// Journal and Segment name the segment; From and To are byte positions in
+// it: the batch may be counted only while the segment is recorded as
+// counted through From, and leaves it counted through To. That recorded
+// position is what makes a batch replayed after a crash count once: the
+// replay finds the segment already counted past its From.
+type ClickBatch struct {
+	Journal int64 // the journal's ID: random, fixed for its directory
+	Node    int64 // node ID of the instance that wrote the segment
+	Segment int64 // the segment's sequence number in its journal
+	From    int64 // the position the segment must be counted through
+	To      int64 // the position it is counted through afterwards
+	Clicks  []Click
+	// CaughtUp is a time before which every click of the journal is in
+	// this batch or an earlier one, as far as the shipper knows.
+	CaughtUp time.Time
+}
+
+// ClickCount is the clicks of one bucket of a series: an hour or a day
+// starting at Start (UTC).
+type ClickCount struct {
+	Start  time.Time
+	Clicks int64
+}
+
+// ReferrerCount is the clicks that came from one referrer host ("" for
+// none).
+type ReferrerCount struct {
+	Host   string
+	Clicks int64
+}
+
+// ClickStats are a link's clicks over a time range, as counted in the
+// source of truth.
+type ClickStats struct {
+	Total     int64
+	Series    []ClickCount    // every bucket of the range, zeros included
+	Referrers []ReferrerCount // most clicks first
+	Browsers  int64
+	Bots      int64
+	// AsOf is how far the counts are complete: every click journaled
+	// before it, on every instance shipping recently, is counted.
+	AsOf time.Time
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"shortener/cache"
+	"shortener/clicks"
 	"shortener/handler"
 )
 
@@ -194,5 +195,70 @@ func benchRedirectWith(b *testing.B, r handler.Resolver, links handler.Links, lo
 		if w.Code != http.StatusFound {
 			b.Fatalf("got %d", w.Code)
 		}
+	}
+}
+
+// BenchmarkRedirectCounting measures a warm redirect with counting off
+// and on (a real journal in a temporary directory), serially and with 16
+// concurrent requests per core as a server sees them. Read on/off as a
+// ratio from one run: the cost of counting. Serial is the worst case for
+// the journal: no two requests overlap, so each click is its own write.
+func BenchmarkRedirectCounting(b *testing.B) {
+	origin := oneLink{shortener.Link{ID: 42, Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	run := func(b *testing.B, rec handler.Recorder, parallel bool) {
+		h, err := handler.New(handler.Config{BaseURL: "http://sho.rt", Instance: "bench", IdempotencyTTL: time.Hour}, handler.Deps{
+			Resolver: origin, Links: origin, Clicks: rec, Log: log,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		req := func() *http.Request {
+			r := httptest.NewRequest(http.MethodGet, "/AbC123xyz", nil)
+			r.Header.Set("User-Agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36")
+			r.Header.Set("Referer", "https://news.example.com/story?id=1")
+			return r
+		}
+		b.ReportAllocs()
+		b.ResetTimer()
+		if !parallel {
+			r := req()
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				if w.Code != http.StatusFound {
+					b.Fatalf("got %d", w.Code)
+				}
+			}
+			return
+		}
+		b.SetParallelism(16)
+		b.RunParallel(func(pb *testing.PB) {
+			r := req()
+			for pb.Next() {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				if w.Code != http.StatusFound {
+					b.Errorf("got %d", w.Code)
+					return
+				}
+			}
+		})
+	}
+	journal := func(b *testing.B) *clicks.Journal {
+		j, err := clicks.Open(clicks.Config{Dir: b.TempDir(), NodeID: 1, MaxBytes: 1 << 40, SegmentBytes: 64 << 20, SyncInterval: time.Second}, nil, log, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { j.Close() })
+		return j
+	}
+	for _, parallel := range []bool{false, true} {
+		mode := "serial"
+		if parallel {
+			mode = "parallel"
+		}
+		b.Run(mode+"/off", func(b *testing.B) { run(b, nil, parallel) })
+		b.Run(mode+"/on", func(b *testing.B) { run(b, journal(b), parallel) })
 	}
 }

@@ -98,6 +98,8 @@ type Deps struct {
 	IDs         IDs
 	Keys        Authorizer   // who sends an X-Api-Key; nil refuses every key
 	Lister      Lister       // GET /api/v1/links; nil: not available
+	Clicks      Recorder     // journals redirects' clicks; nil: not counted
+	Stats       Stats        // click counts for the stats API; nil: 503
 	Ready       Pinger       // readiness: can the instance serve?
 	Metrics     http.Handler // GET /metrics; nil: not served
 	Trending    Trender      // GET /api/v1/trending; nil: 404
@@ -189,6 +191,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	} else {
 		api.GET("/trending", h.trending)
 	}
+	api.GET("/links/:code/stats", h.stats, h.identify, h.requireKey)
 	if cfg.Pages {
 		h.pageRoutes(e, limitMW...)
 	}
@@ -243,7 +246,8 @@ func (h *Handler) redirect(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if l.Gone(h.d.Now()) {
+	now := h.d.Now()
+	if l.Gone(now) {
 		return errGone
 	}
 	// Redirects are not cached by browsers or proxies unless the link
@@ -255,6 +259,18 @@ func (h *Handler) redirect(c echo.Context) error {
 	status := l.Redirect
 	if status == 0 {
 		status = http.StatusFound
+	}
+	// A GET answered 3xx is one click (a HEAD is not: nobody followed
+	// the link). It is journaled before the answer is written, so a
+	// client that got the redirect had its click kept, even if this
+	// process is killed the next instant.
+	if h.d.Clicks != nil && c.Request().Method == http.MethodGet {
+		r := c.Request()
+		h.d.Clicks.Record(shortener.Click{
+			LinkID: l.ID, Code: code, At: now.UTC(),
+			Referrer: referrerHost(r.Header.Get("Referer")),
+			Agent:    agentClass(r.Header.Get("User-Agent")),
+		})
 	}
 	return c.Redirect(status, l.URL)
 }

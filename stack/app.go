@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -62,6 +63,7 @@ func appEnv(p *Proc) ([]string, error) {
 		"SHORTENER_MYSQL_DSN=" + p.s.MySQLDSN(),
 		"SHORTENER_REDIS_MASTER=" + st.MasterName,
 		"SHORTENER_REDIS_SENTINELS=" + strings.Join(p.s.SentinelAddrs(), ","),
+		"SHORTENER_CLICKS_DIR=" + filepath.Join(p.dir(), "clicks"),
 	}
 	if st.APIKeyFile != "" {
 		b, err := os.ReadFile(st.APIKeyFile)

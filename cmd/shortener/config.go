@@ -72,6 +72,13 @@ type Config struct {
 	TrendingRefresh   time.Duration // how often answers are recomputed
 	TrendingTopK      int           // counters per local top-K
 	TrendingMaxQueued int           // link-minutes kept for the merge-back
+
+	// Click counting (package clicks).
+	Clicks             bool
+	ClicksDir          string
+	ClicksMaxBytes     int
+	ClicksSyncInterval time.Duration
+	ClicksDrainTimeout time.Duration
 }
 
 // envFlags binds flags whose defaults come from environment variables and
@@ -194,6 +201,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.int(&c.TrendingTopK, "trending-topk", "SHORTENER_TRENDING_TOPK", 1_000, "counters of each local top-K used while Redis is out (one per window bucket)")
 	e.int(&c.TrendingMaxQueued, "trending-max-queued", "SHORTENER_TRENDING_MAX_QUEUED", 1_000_000, "link-minutes counted during a Redis outage kept for the merge-back; more are dropped from it")
 	e.str(&c.TrendingSpool, "trending-spool", "SHORTENER_TRENDING_SPOOL", "", "file keeping the clicks counted during a Redis outage until they are merged back, so a restart does not lose them (empty: memory only)")
+	e.boolean(&c.Clicks, "clicks", "SHORTENER_CLICKS", true, "count clicks: journal each redirect on local disk and ship the journal to MySQL")
+	e.str(&c.ClicksDir, "clicks-dir", "SHORTENER_CLICKS_DIR", "clicks", "directory of this instance's click journal (relative to the working directory); one instance per directory, on a volume that outlives the process")
+	e.int(&c.ClicksMaxBytes, "clicks-max-bytes", "SHORTENER_CLICKS_MAX_BYTES", 1<<30, "bound of the click journal on disk; past it (MySQL down long enough) new clicks are dropped and counted")
+	e.dur(&c.ClicksSyncInterval, "clicks-sync-interval", "SHORTENER_CLICKS_SYNC_INTERVAL", time.Second, "how often the click journal is fsynced: what a machine crash (not a process crash) can lose")
+	e.dur(&c.ClicksDrainTimeout, "clicks-drain-timeout", "SHORTENER_CLICKS_DRAIN_TIMEOUT", 5*time.Second, "on shutdown, how long to ship what the journal holds (the rest ships at the next start)")
 	e.str(&c.AdminKey, "admin-key", "SHORTENER_ADMIN_KEY", "", "an admin API key from the configuration: manages every link")
 
 	if err := fs.Parse(args); err != nil {
@@ -236,6 +248,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.v))
 		}
+	}
+	if c.Clicks && (c.ClicksDir == "" || c.ClicksMaxBytes <= 0 || c.ClicksSyncInterval <= 0) {
+		errs = append(errs, errors.New("clicks: need a journal directory, a positive max bytes and sync interval (or SHORTENER_CLICKS=false)"))
 	}
 	if failures < 1 || window < failures {
 		errs = append(errs, fmt.Errorf("breaker: need 1 <= failures (%d) <= window (%d)", failures, window))
@@ -280,6 +295,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("redis_master", c.RedisMaster), slog.Any("redis_sentinels", c.RedisSentinels),
 		slog.String("redis_password", pw), slog.Bool("code_key_default", c.CodeKey == idgen.DefaultKey), slog.Bool("api_key_set", c.APIKey != ""), slog.Bool("admin_key_set", c.AdminKey != ""),
 		slog.Bool("trending_keyed", c.TrendingKeyed), slog.String("trending_spool", c.TrendingSpool),
+		slog.Bool("clicks", c.Clicks), slog.String("clicks_dir", c.ClicksDir), slog.Int("clicks_max_bytes", c.ClicksMaxBytes),
+		slog.String("clicks_sync_interval", c.ClicksSyncInterval.String()),
 		slog.Int("l1_size", c.L1Size), slog.String("l1_ttl", c.L1TTL.String()), slog.String("redis_timeout", c.RedisTimeout.String()),
 		slog.Int("redis_pool", c.RedisPoolSize), slog.String("breaker_delay", c.BreakerDelay.String()),
 		slog.Uint64("breaker_failures", uint64(c.BreakerFailures)), slog.Uint64("breaker_window", uint64(c.BreakerWindow)),

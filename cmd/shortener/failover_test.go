@@ -97,8 +97,9 @@ func launchApp(tb testing.TB, s *stack.Stack, nodeID int, now func() time.Time, 
 		"SHORTENER_REDIS_TIMEOUT":   redisTimeout.String(),
 		"SHORTENER_LOG_LEVEL":       "info",
 		"SHORTENER_DRAIN_TIMEOUT":   "500ms",
-		"SHORTENER_ADMIN_KEY":       testAPIKey, // deletes links created anonymously
-		"SHORTENER_CREATE_RATE":     "0",        // tests create faster than a client may
+		"SHORTENER_ADMIN_KEY":       testAPIKey,   // deletes links created anonymously
+		"SHORTENER_CLICKS_DIR":      tb.TempDir(), // one journal per instance
+		"SHORTENER_CREATE_RATE":     "0",          // tests create faster than a client may
 	}
 	for i := 0; i+1 < len(extraEnv); i += 2 {
 		env[extraEnv[i]] = extraEnv[i+1]

@@ -140,6 +140,14 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	// Expired idempotency keys are purged in the background.
 	go purgeIdempotencyKeys(cctx, st, log)
 
+	// The click journal feeds the trending ranking with each group it
+	// writes; it closes (and drains to MySQL) before trending and MySQL.
+	clk, err := startClicks(cfg, st, trend, log, reg)
+	if err != nil {
+		return err
+	}
+	defer clk.close()
+
 	// Keys are checked against the last list read, never waiting on MySQL;
 	// the first list is read here so the first requests find one.
 	keyring := handler.NewKeyring(st, []string{cfg.APIKey}, []string{cfg.AdminKey}, 5*time.Second, time.Now, log)
@@ -160,6 +168,8 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 		Ready:       st,
 		Metrics:     promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Trending:    trend,
+		Clicks:      clk.recorder(),
+		Stats:       st,
 		Log:         log,
 	})
 	if err != nil {

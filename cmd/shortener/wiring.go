@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"shortener/cache"
+	"shortener/clicks"
 	"shortener/handler"
 	"shortener/idgen"
 	"shortener/store"
@@ -34,6 +35,11 @@ var (
 	// lookup path.
 	_ handler.Trender   = (*trending.Ranking)(nil)
 	_ trending.Resolver = (*cache.Cache)(nil)
+	// Clicks: the journal records redirects, MySQL counts them and
+	// answers the stats API.
+	_ handler.Recorder = (*clicks.Journal)(nil)
+	_ handler.Stats    = (*store.Store)(nil)
+	_ clicks.Sink      = (*store.Store)(nil)
 )
 
 // cacheConfig is the cache's part of the configuration. cache.New validates it

@@ -1,0 +1,491 @@
+package clicks
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"shortener"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// memSink is the Sink's contract in memory: positions per segment and
+// counts per link, a batch applied only from its segment's position.
+type memSink struct {
+	mu      sync.Mutex
+	pos     map[[2]int64]int64
+	counts  map[int64]int
+	down    bool // every call fails
+	lose    int  // this many next batches are applied but answered with an error
+	batches int
+	retired bool
+}
+
+func newMemSink() *memSink {
+	return &memSink{pos: map[[2]int64]int64{}, counts: map[int64]int{}}
+}
+
+var errDown = errors.New("sink down")
+
+func (m *memSink) ShippedTo(_ context.Context, journal, segment int64) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return 0, errDown
+	}
+	return m.pos[[2]int64{journal, segment}], nil
+}
+
+func (m *memSink) ShipClicks(_ context.Context, b shortener.ClickBatch) (bool, int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return false, 0, errDown
+	}
+	k := [2]int64{b.Journal, b.Segment}
+	if m.pos[k] != b.From {
+		return false, m.pos[k], nil
+	}
+	for _, c := range b.Clicks {
+		m.counts[c.LinkID]++
+	}
+	m.pos[k] = b.To
+	m.batches++
+	if m.lose > 0 {
+		m.lose--
+		return false, 0, errors.New("connection lost after commit")
+	}
+	return true, b.To, nil
+}
+
+func (m *memSink) ForgetSegments(_ context.Context, journal, through int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.pos {
+		if k[0] == journal && k[1] <= through {
+			delete(m.pos, k)
+		}
+	}
+	return nil
+}
+
+func (m *memSink) CaughtUp(context.Context, int64, int64, time.Time) error { return nil }
+
+func (m *memSink) RetireJournal(context.Context, int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.retired = true
+	return nil
+}
+
+func (m *memSink) total() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, c := range m.counts {
+		n += c
+	}
+	return n
+}
+
+func (m *memSink) setDown(v bool) {
+	m.mu.Lock()
+	m.down = v
+	m.mu.Unlock()
+}
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func openJournal(tb testing.TB, cfg Config, obs Observer) *Journal {
+	tb.Helper()
+	cfg = withDefaults(tb, cfg)
+	j, err := Open(cfg, obs, discard(), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { j.Close() })
+	return j
+}
+
+// withDefaults fills what a test leaves out: a fresh directory, 1 GiB,
+// 64 MiB segments, a 1 s fsync.
+func withDefaults(tb testing.TB, cfg Config) Config {
+	if cfg.Dir == "" {
+		cfg.Dir = tb.TempDir()
+	}
+	if cfg.MaxBytes == 0 {
+		cfg.MaxBytes = 1 << 30
+	}
+	if cfg.SegmentBytes == 0 {
+		cfg.SegmentBytes = 64 << 20
+	}
+	if cfg.SyncInterval == 0 {
+		cfg.SyncInterval = time.Second
+	}
+	return cfg
+}
+
+// newShipper is NewShipper with a test's settings.
+func newShipper(tb testing.TB, j *Journal, sink Sink, reg prometheus.Registerer) *Shipper {
+	tb.Helper()
+	s, err := NewShipper(j, sink, ShipperConfig{MaxBatch: 100, Interval: time.Millisecond, Timeout: 10 * time.Second, Heartbeat: time.Millisecond}, discard(), reg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+func click(link int64, at time.Time) shortener.Click {
+	return shortener.Click{LinkID: link, Code: "c" + string(rune('a'+link%26)), At: at, Referrer: "news.example", Agent: shortener.Agent(link % 2)}
+}
+
+// record sends n clicks from 8 goroutines, spread over links 1..10.
+func record(j *Journal, n int) {
+	var wg sync.WaitGroup
+	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < n; i += 8 {
+				j.Record(click(int64(i%10+1), at.Add(time.Duration(i)*time.Millisecond)))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// eventually polls cond until it holds or a generous deadline passes.
+func eventually(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// runShipper runs a shipper of j into sink until the test ends.
+func runShipper(tb testing.TB, j *Journal, sink Sink, reg prometheus.Registerer) *Shipper {
+	tb.Helper()
+	s := newShipper(tb, j, sink, reg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			tb.Errorf("Run: %v", err)
+		}
+		s.closeSegment()
+	})
+	return s
+}
+
+func segmentCount(tb testing.TB, dir string) int {
+	tb.Helper()
+	segs, err := listSegments(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return len(segs)
+}
+
+// TestRecordShipRotateDelete records clicks from many goroutines into
+// small segments: every click is counted once, and every segment but the
+// current one is deleted once shipped.
+func TestRecordShipRotateDelete(t *testing.T) {
+	dir := t.TempDir()
+	j := openJournal(t, Config{Dir: dir, NodeID: 3, SegmentBytes: 4 << 10}, nil)
+	sink := newMemSink()
+	record(j, 5000)
+	if n := segmentCount(t, dir); n < 10 {
+		t.Fatalf("got %d segments after 5000 clicks in 4 KiB segments, want many", n)
+	}
+	runShipper(t, j, sink, nil)
+	eventually(t, "all clicks shipped", func() bool { return sink.total() >= 5000 })
+	eventually(t, "shipped segments deleted", func() bool { return segmentCount(t, dir) == 1 })
+	if got := sink.total(); got != 5000 {
+		t.Errorf("counted %d clicks, want 5000", got)
+	}
+	for link := int64(1); link <= 10; link++ {
+		if got := sink.counts[link]; got != 500 {
+			t.Errorf("link %d: counted %d, want 500", link, got)
+		}
+	}
+	// Positions of deleted segments are forgotten.
+	sink.mu.Lock()
+	n := len(sink.pos)
+	sink.mu.Unlock()
+	if n > 2 {
+		t.Errorf("sink remembers %d segment positions, want at most 2 (current and last deleted)", n)
+	}
+}
+
+// TestReplayAfterCrash ships part of a journal, "crashes" (the process
+// goes away without closing), reopens the directory: the rest is shipped
+// and nothing twice, even when a commit's answer was lost.
+func TestReplayAfterCrash(t *testing.T) {
+	dir := t.TempDir()
+	sink := newMemSink()
+	j1, err := Open(withDefaults(t, Config{Dir: dir, NodeID: 1, SegmentBytes: 8 << 10}), nil, discard(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record(j1, 3000)
+	sink.lose = 3 // three commits whose answers are lost
+	s1 := newShipper(t, j1, sink, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	for i := 0; sink.total() < 1200; i++ {
+		if _, err := s1.step(ctx); err != nil && !strings.Contains(err.Error(), "lost after commit") || i > 1000 {
+			t.Fatalf("step %d: %v (counted %d)", i, err, sink.total())
+		}
+	}
+	cancel()
+	s1.closeSegment()
+	// A crash: the writer stops, the lock goes with the process. Close
+	// does no more than that to the files (segments stay as written).
+	j1.Close()
+
+	j2 := openJournal(t, Config{Dir: dir, NodeID: 1, SegmentBytes: 8 << 10}, nil)
+	if j2.ID() != j1.ID() {
+		t.Fatalf("journal ID changed across reopen: %d, then %d", j1.ID(), j2.ID())
+	}
+	record(j2, 1000)
+	runShipper(t, j2, sink, nil)
+	eventually(t, "all 4000 clicks shipped", func() bool { return sink.total() >= 4000 })
+	eventually(t, "old segments deleted", func() bool { return segmentCount(t, dir) == 1 })
+	if got := sink.total(); got != 4000 {
+		t.Errorf("counted %d clicks, want 4000", got)
+	}
+}
+
+// TestTornTail cuts the last record of a segment short, as a machine
+// crash mid-write may: the whole records before it are shipped, the torn
+// one is counted as corrupt, nothing crashes.
+func TestTornTail(t *testing.T) {
+	dir := t.TempDir()
+	j1, err := Open(withDefaults(t, Config{Dir: dir, NodeID: 1}), nil, discard(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record(j1, 100)
+	j1.Close()
+	p := segmentPath(dir, 1)
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, fi.Size()-5); err != nil {
+		t.Fatal(err)
+	}
+	j2 := openJournal(t, Config{Dir: dir, NodeID: 1}, nil)
+	sink := newMemSink()
+	reg := prometheus.NewRegistry()
+	s := runShipper(t, j2, sink, reg)
+	eventually(t, "torn segment deleted", func() bool { return segmentCount(t, dir) == 1 })
+	if got := sink.total(); got != 99 {
+		t.Errorf("counted %d clicks, want 99 (100 minus the torn one)", got)
+	}
+	if got := testutil.ToFloat64(s.corrupt); got != 1 {
+		t.Errorf("corrupt counter %v, want 1", got)
+	}
+}
+
+// TestCorruptRecordSkipped flips a byte inside a record in the middle of
+// a segment: that record alone is skipped and counted.
+func TestCorruptRecordSkipped(t *testing.T) {
+	dir := t.TempDir()
+	j1, err := Open(withDefaults(t, Config{Dir: dir, NodeID: 1}), nil, discard(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	for i := range 50 {
+		j1.Record(click(int64(i+1), at))
+	}
+	j1.Close()
+	p := segmentPath(dir, 1)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Record 20 (link 21) starts after the header and 20 records of the
+	// same length.
+	recLen := len(appendRecord(nil, click(1, at)))
+	b[headerSize+20*recLen+recordHeader+3] ^= 0xFF
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j2 := openJournal(t, Config{Dir: dir, NodeID: 1}, nil)
+	sink := newMemSink()
+	s := runShipper(t, j2, sink, nil)
+	eventually(t, "segment shipped and deleted", func() bool { return segmentCount(t, dir) == 1 })
+	if got := sink.total(); got != 49 {
+		t.Errorf("counted %d clicks, want 49", got)
+	}
+	if sink.counts[21] != 0 || sink.counts[20] != 1 || sink.counts[22] != 1 {
+		t.Errorf("counts around the corrupt record: 20:%d 21:%d 22:%d, want 1 0 1", sink.counts[20], sink.counts[21], sink.counts[22])
+	}
+	if got := testutil.ToFloat64(s.corrupt); got != 1 {
+		t.Errorf("corrupt counter %v, want 1", got)
+	}
+}
+
+// TestBoundReached fills a small journal while the database is down:
+// past the bound clicks are dropped and counted, Record never blocks, and
+// once the database returns the journal drains and takes clicks again.
+func TestBoundReached(t *testing.T) {
+	dir := t.TempDir()
+	reg := prometheus.NewRegistry()
+	j, err := Open(withDefaults(t, Config{Dir: dir, NodeID: 1, MaxBytes: 16 << 10, SegmentBytes: 4 << 10}), nil, discard(), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	sink := newMemSink()
+	sink.setDown(true)
+	runShipper(t, j, sink, nil)
+	record(j, 2000)
+	stored := testutil.ToFloat64(j.recorded)
+	dropped := testutil.ToFloat64(j.dropped.WithLabelValues("full"))
+	if stored+dropped != 2000 || dropped == 0 {
+		t.Fatalf("recorded %v + dropped %v, want 2000 with some dropped", stored, dropped)
+	}
+	if size := j.size.Load(); size > 16<<10 {
+		t.Errorf("journal holds %d bytes, over its bound of %d", size, 16<<10)
+	}
+	sink.setDown(false)
+	eventually(t, "journal drained", func() bool { return sink.total() == int(stored) })
+	record(j, 10)
+	eventually(t, "new clicks shipped", func() bool { return sink.total() == int(stored)+10 })
+	if got := testutil.ToFloat64(j.dropped.WithLabelValues("full")); got != dropped {
+		t.Errorf("dropped %v after draining, want still %v", got, dropped)
+	}
+}
+
+// TestDrainOnClose closes the journal and drains it: everything is
+// shipped, no segment is left, and the journal is retired.
+func TestDrainOnClose(t *testing.T) {
+	dir := t.TempDir()
+	j, err := Open(withDefaults(t, Config{Dir: dir, NodeID: 1, SegmentBytes: 4 << 10}), nil, discard(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	record(j, 500)
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sink := newMemSink()
+	s := newShipper(t, j, sink, nil)
+	done, err := s.Drain(context.Background())
+	if !done || err != nil {
+		t.Fatalf("Drain: %v, %v; want true, nil", done, err)
+	}
+	if got := sink.total(); got != 500 {
+		t.Errorf("counted %d, want 500", got)
+	}
+	if n := segmentCount(t, dir); n != 0 {
+		t.Errorf("%d segments left after draining, want 0", n)
+	}
+	if !sink.retired {
+		t.Error("journal not retired after draining")
+	}
+}
+
+// TestLocked refuses a second journal on the same directory.
+func TestLocked(t *testing.T) {
+	dir := t.TempDir()
+	openJournal(t, Config{Dir: dir}, nil)
+	if _, err := Open(withDefaults(t, Config{Dir: dir}), nil, discard(), nil); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second Open: %v, want ErrLocked", err)
+	}
+}
+
+// groups is an Observer that keeps what it is told.
+type groups struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (g *groups) Observe(c []shortener.Click) {
+	g.mu.Lock()
+	g.n += len(c)
+	g.mu.Unlock()
+}
+
+// TestObserver hears every journaled click once.
+func TestObserver(t *testing.T) {
+	g := &groups{}
+	j := openJournal(t, Config{}, g)
+	record(j, 1000)
+	j.Close()
+	if g.n != 1000 {
+		t.Errorf("observer heard %d clicks, want 1000", g.n)
+	}
+}
+
+// TestRecordRoundTrip encodes and decodes clicks, long fields clipped.
+func TestRecordRoundTrip(t *testing.T) {
+	at := time.Date(2026, 12, 3, 12, 0, 0, 123e6, time.UTC)
+	long := string(make([]byte, 300))
+	for _, c := range []shortener.Click{
+		{LinkID: 1, Code: "a", At: at},
+		{LinkID: 1 << 62, Code: "AbC123xyz", At: at, Referrer: "news.example.com", Agent: shortener.AgentBot},
+		{LinkID: -5, Code: long, At: at, Referrer: long},
+	} {
+		b := appendRecord(nil, c)
+		sc := parse(b, 0, true, 10)
+		if len(sc.clicks) != 1 || sc.corrupt != 0 || sc.torn || sc.next != int64(len(b)) {
+			t.Fatalf("parse(%+v): %+v", c, sc)
+		}
+		got := sc.clicks[0]
+		want := c
+		want.Code, want.Referrer = clip(c.Code), clip(c.Referrer)
+		if !got.At.Equal(want.At) || got.LinkID != want.LinkID || got.Code != want.Code || got.Referrer != want.Referrer || got.Agent != want.Agent {
+			t.Errorf("got %+v, want %+v", got, want)
+		}
+	}
+}
+
+// TestParse covers the shapes a segment's tail and middle can take.
+func TestParse(t *testing.T) {
+	at := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	var three []byte
+	for i := range 3 {
+		three = appendRecord(three, click(int64(i+1), at))
+	}
+	rl := len(three) / 3
+	garbage := append(append(append([]byte{}, three[:rl]...), 0, 0, recordMagic, 0xFF, 0xFF, 9), three[rl:]...)
+	for _, tc := range []struct {
+		name    string
+		b       []byte
+		end     bool
+		max     int
+		clicks  int
+		next    int
+		corrupt int
+		torn    bool
+	}{
+		{"whole", three, true, 10, 3, 3 * rl, 0, false},
+		{"max", three, true, 2, 2, 2 * rl, 0, false},
+		{"torn tail", three[:3*rl-2], true, 10, 2, 3*rl - 2, 0, true},
+		{"incomplete, more to read", three[:3*rl-2], false, 10, 2, 2 * rl, 0, false},
+		{"zeros at the end", append(append([]byte{}, three...), 0, 0, 0, 0), true, 10, 3, 3*rl + 4, 1, false},
+		{"garbage between records", garbage, true, 10, 3, len(garbage), 1, false},
+		{"empty", nil, true, 10, 0, 0, 0, false},
+	} {
+		sc := parse(tc.b, 0, tc.end, tc.max)
+		if len(sc.clicks) != tc.clicks || sc.next != int64(tc.next) || sc.corrupt != tc.corrupt || sc.torn != tc.torn {
+			t.Errorf("%s: got %d clicks, next %d, corrupt %d, torn %v; want %d, %d, %d, %v",
+				tc.name, len(sc.clicks), sc.next, sc.corrupt, sc.torn, tc.clicks, tc.next, tc.corrupt, tc.torn)
+		}
+	}
+}

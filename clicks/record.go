@@ -1,0 +1,220 @@
+package clicks
+
+import (
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"shortener"
+	"time"
+)
+
+// A segment file starts with a header naming the journal and the node
+// that wrote it, then holds records back to back:
+//
+//	magic 0xC7 | payload length (uint16, big endian) | CRC-32C of the payload (uint32) | payload
+//
+// and a payload is
+//
+//	version 1 | link ID (varint) | time, Unix ms (varint) | agent (1 byte) |
+//	code length (1 byte) | code | referrer length (1 byte) | referrer host
+//
+// The magic byte and the checksum let a reader tell a torn or corrupt
+// record from a good one and find the next good one after it.
+const (
+	recordMagic   = 0xC7
+	recordHeader  = 1 + 2 + 4
+	recordVersion = 1
+	// maxPayload bounds a payload: code and referrer are clipped to 255
+	// bytes each, so anything longer is corruption.
+	maxPayload = 2*maxField + 32
+	maxField   = 255
+)
+
+// Segment header: magic "SCJ1", journal ID, node ID, creation time (Unix
+// ms), each 8 bytes big endian.
+const (
+	segmentMagic = "SCJ1"
+	headerSize   = 4 + 8 + 8 + 8
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// errBadPayload means a record's checksum held but its payload does not
+// decode: a writer bug or a collision, skipped like corruption.
+var errBadPayload = errors.New("clicks: undecodable record payload")
+
+// appendRecord appends c, encoded as one record, to buf.
+func appendRecord(buf []byte, c shortener.Click) []byte {
+	code, ref := clip(c.Code), clip(c.Referrer)
+	start := len(buf)
+	buf = append(buf, recordMagic, 0, 0, 0, 0, 0, 0)
+	buf = append(buf, recordVersion)
+	buf = binary.AppendVarint(buf, c.LinkID)
+	buf = binary.AppendVarint(buf, c.At.UnixMilli())
+	buf = append(buf, byte(c.Agent), byte(len(code)))
+	buf = append(buf, code...)
+	buf = append(buf, byte(len(ref)))
+	buf = append(buf, ref...)
+	payload := buf[start+recordHeader:]
+	binary.BigEndian.PutUint16(buf[start+1:], uint16(len(payload)))
+	binary.BigEndian.PutUint32(buf[start+3:], crc32.Checksum(payload, castagnoli))
+	return buf
+}
+
+func clip(s string) string {
+	if len(s) > maxField {
+		return s[:maxField]
+	}
+	return s
+}
+
+// decodePayload decodes a record's payload.
+func decodePayload(p []byte) (shortener.Click, error) {
+	if len(p) < 1 || p[0] != recordVersion {
+		return shortener.Click{}, errBadPayload
+	}
+	p = p[1:]
+	id, n := binary.Varint(p)
+	if n <= 0 {
+		return shortener.Click{}, errBadPayload
+	}
+	p = p[n:]
+	ms, n := binary.Varint(p)
+	if n <= 0 {
+		return shortener.Click{}, errBadPayload
+	}
+	p = p[n:]
+	if len(p) < 2 {
+		return shortener.Click{}, errBadPayload
+	}
+	agent, codeLen := p[0], int(p[1])
+	p = p[2:]
+	if agent > byte(shortener.AgentBot) || len(p) < codeLen+1 {
+		return shortener.Click{}, errBadPayload
+	}
+	code := string(p[:codeLen])
+	p = p[codeLen:]
+	refLen := int(p[0])
+	p = p[1:]
+	if len(p) != refLen {
+		return shortener.Click{}, errBadPayload
+	}
+	return shortener.Click{
+		LinkID:   id,
+		Code:     code,
+		At:       time.UnixMilli(ms).UTC(),
+		Referrer: string(p),
+		Agent:    shortener.Agent(agent),
+	}, nil
+}
+
+// header is what a segment's header says.
+type header struct {
+	journal, node int64
+	created       time.Time
+}
+
+func appendHeader(buf []byte, h header) []byte {
+	buf = append(buf, segmentMagic...)
+	buf = binary.BigEndian.AppendUint64(buf, uint64(h.journal))
+	buf = binary.BigEndian.AppendUint64(buf, uint64(h.node))
+	return binary.BigEndian.AppendUint64(buf, uint64(h.created.UnixMilli()))
+}
+
+func parseHeader(b []byte) (header, bool) {
+	if len(b) < headerSize || string(b[:4]) != segmentMagic {
+		return header{}, false
+	}
+	return header{
+		journal: int64(binary.BigEndian.Uint64(b[4:])),
+		node:    int64(binary.BigEndian.Uint64(b[12:])),
+		created: time.UnixMilli(int64(binary.BigEndian.Uint64(b[20:]))).UTC(),
+	}, true
+}
+
+// scan is what parsing a stretch of a segment found.
+type scan struct {
+	clicks  []shortener.Click
+	next    int64 // position after the last byte consumed
+	corrupt int   // stretches of bad bytes skipped
+	torn    bool  // the stretch ended in an incomplete record at the limit
+}
+
+// parse reads records from b, which holds the segment's bytes from
+// position pos; end reports whether b reaches the segment's readable limit
+// (then an incomplete record at its end is a torn tail, not one to read
+// later). It stops after max clicks. A record with a bad magic byte,
+// length or checksum is skipped: the bytes after it are searched for the
+// next good record, and the stretch is counted once as corrupt.
+func parse(b []byte, pos int64, end bool, max int) scan {
+	var s scan
+	i := 0
+	skipping := false
+	for i < len(b) && len(s.clicks) < max {
+		rest := b[i:]
+		if rest[0] != recordMagic {
+			if !skipping {
+				s.corrupt++
+				skipping = true
+			}
+			i++
+			continue
+		}
+		if len(rest) < recordHeader {
+			if !end {
+				break // read the rest later
+			}
+			if !skipping {
+				s.torn = true
+			}
+			i = len(b)
+			break
+		}
+		n := int(binary.BigEndian.Uint16(rest[1:]))
+		if n > maxPayload {
+			if !skipping {
+				s.corrupt++
+				skipping = true
+			}
+			i++
+			continue
+		}
+		if len(rest) < recordHeader+n {
+			if !end {
+				break
+			}
+			if skipping {
+				// Inside garbage a stray magic byte may claim any
+				// length; keep searching.
+				i++
+				continue
+			}
+			s.torn = true
+			i = len(b)
+			break
+		}
+		payload := rest[recordHeader : recordHeader+n]
+		if crc32.Checksum(payload, castagnoli) != binary.BigEndian.Uint32(rest[3:]) {
+			if !skipping {
+				s.corrupt++
+				skipping = true
+			}
+			i++
+			continue
+		}
+		c, err := decodePayload(payload)
+		if err != nil {
+			if !skipping {
+				s.corrupt++
+				skipping = true
+			}
+			i++
+			continue
+		}
+		skipping = false
+		s.clicks = append(s.clicks, c)
+		i += recordHeader + n
+	}
+	s.next = pos + int64(i)
+	return s
+}

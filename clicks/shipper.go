@@ -1,0 +1,326 @@
+package clicks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"shortener"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Sink is where shipped clicks are counted: the source of truth.
+type Sink interface {
+	// ShippedTo returns the position through which a segment is counted,
+	// 0 if none of it is.
+	ShippedTo(ctx context.Context, journal, segment int64) (int64, error)
+	// ShipClicks counts b and records its segment as counted through
+	// b.To, in one transaction, if the segment is counted through exactly
+	// b.From. Otherwise it counts nothing and returns applied false with
+	// the position the segment is counted through.
+	ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied bool, pos int64, err error)
+	// ForgetSegments drops the positions of a journal's segments up to
+	// segment through, whose files are gone.
+	ForgetSegments(ctx context.Context, journal, through int64) error
+	// CaughtUp records that every click the journal held before at is
+	// counted.
+	CaughtUp(ctx context.Context, journal, node int64, at time.Time) error
+	// RetireJournal says the journal is wholly shipped and closed, so it
+	// no longer holds the stats' as_of back.
+	RetireJournal(ctx context.Context, journal int64) error
+}
+
+// ShipperConfig tunes shipping. Every field is required.
+type ShipperConfig struct {
+	MaxBatch int           // clicks per transaction
+	Interval time.Duration // pause when caught up
+	Timeout  time.Duration // deadline of one database call
+	// Heartbeat is how often an idle shipper says it is caught up, which
+	// keeps the stats' as_of current.
+	Heartbeat time.Duration
+}
+
+// Shipper copies a journal to the Sink in batches, each counted exactly
+// once, and deletes the segments it has shipped. It runs in one goroutine
+// (Run, then Drain at shutdown).
+type Shipper struct {
+	j   *Journal
+	db  Sink
+	cfg ShipperConfig
+	log *slog.Logger
+	now func() time.Time
+
+	// The segment being shipped; f is nil between segments.
+	f        *os.File
+	seq      int64
+	hdr      header
+	pos      int64
+	lastBeat time.Time
+	oldest   atomic.Int64 // Unix ns of the oldest unshipped click; 0: none known
+
+	shipped, batches, corrupt, errs prometheus.Counter
+}
+
+// NewShipper returns a Shipper of j's segments into db.
+func NewShipper(j *Journal, db Sink, cfg ShipperConfig, log *slog.Logger, reg prometheus.Registerer) (*Shipper, error) {
+	if cfg.MaxBatch <= 0 || cfg.Interval <= 0 || cfg.Timeout <= 0 || cfg.Heartbeat <= 0 {
+		return nil, fmt.Errorf("new shipper: every setting must be positive, got %+v", cfg)
+	}
+	s := &Shipper{j: j, db: db, cfg: cfg, log: log, now: time.Now,
+		shipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shortener_clicks_shipped_total", Help: "Clicks counted in MySQL from this instance's journal."}),
+		batches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shortener_click_batches_total", Help: "Batches of clicks committed in MySQL."}),
+		corrupt: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shortener_click_journal_corrupt_total", Help: "Corrupt stretches and torn tails skipped while reading the journal."}),
+		errs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shortener_click_ship_errors_total", Help: "Failed attempts to ship a batch (retried)."}),
+	}
+	if reg != nil {
+		reg.MustRegister(s.shipped, s.batches, s.corrupt, s.errs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "shortener_click_oldest_unshipped_seconds", Help: "Age of the oldest click in the journal not yet counted in MySQL; 0 when caught up."},
+			s.oldestAge))
+	}
+	return s, nil
+}
+
+func (s *Shipper) oldestAge() float64 {
+	ns := s.oldest.Load()
+	if ns == 0 {
+		return 0
+	}
+	return max(0, s.now().Sub(time.Unix(0, ns)).Seconds())
+}
+
+// Run ships until ctx ends, retrying with backoff while the database
+// cannot be reached. It returns nil when ctx ends.
+func (s *Shipper) Run(ctx context.Context) error {
+	_, err := s.loop(ctx, false)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// Drain ships until the journal, closed first, is empty, or ctx ends. It
+// reports whether everything was shipped.
+func (s *Shipper) Drain(ctx context.Context) (bool, error) {
+	defer s.closeSegment()
+	done, err := s.loop(ctx, true)
+	if !done {
+		return false, err
+	}
+	if err := s.db.RetireJournal(ctx, s.j.ID()); err != nil {
+		return true, fmt.Errorf("retire journal: %w", err)
+	}
+	return true, nil
+}
+
+// loop ships batch after batch. With untilEmpty it returns once nothing is
+// left instead of waiting for more.
+func (s *Shipper) loop(ctx context.Context, untilEmpty bool) (bool, error) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		idle, err := s.step(ctx)
+		switch {
+		case err != nil:
+			s.errs.Inc()
+			s.log.Warn("shipping clicks failed; retrying", "err", err, "retry_in", backoff.String())
+			if !sleep(ctx, backoff) {
+				return false, ctx.Err()
+			}
+			backoff = min(2*backoff, 5*time.Second)
+			continue
+		case idle && untilEmpty:
+			return true, nil
+		case idle:
+			if !sleep(ctx, s.cfg.Interval) {
+				return false, nil
+			}
+		}
+		backoff = 100 * time.Millisecond
+	}
+	return false, ctx.Err()
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// step does one unit of work: open the oldest segment, ship a batch from
+// it, or delete it once shipped. It reports idle when there was nothing
+// to do.
+func (s *Shipper) step(ctx context.Context) (idle bool, err error) {
+	if s.f == nil {
+		segs, err := listSegments(s.j.cfg.Dir)
+		if err != nil {
+			return false, err
+		}
+		if len(segs) == 0 {
+			s.oldest.Store(0)
+			return true, nil
+		}
+		if err := s.openSegment(ctx, segs[0]); err != nil {
+			return false, err
+		}
+	}
+	readAt := s.now()
+	limit, sealed := s.j.readable(s.seq)
+	if sealed {
+		fi, err := s.f.Stat()
+		if err != nil {
+			return false, fmt.Errorf("stat journal segment %d: %w", s.seq, err)
+		}
+		limit = fi.Size()
+	}
+	start := max(s.pos, headerSize) // pos 0: nothing counted yet
+	if start >= limit {
+		if !sealed {
+			s.oldest.Store(0)
+			return true, s.heartbeat(ctx, readAt)
+		}
+		return false, s.finishSegment(ctx)
+	}
+	sc, err := s.read(start, limit)
+	if err != nil {
+		return false, err
+	}
+	if sc.corrupt > 0 || sc.torn {
+		n := sc.corrupt
+		if sc.torn {
+			n++
+		}
+		s.corrupt.Add(float64(n))
+		s.log.Warn("skipped corrupt or torn journal records", "segment", s.seq, "from", start, "to", sc.next, "corrupt", sc.corrupt, "torn_tail", sc.torn)
+	}
+	b := shortener.ClickBatch{Journal: s.hdr.journal, Node: s.hdr.node, Segment: s.seq,
+		From: s.pos, To: sc.next, Clicks: sc.clicks}
+	if n := len(sc.clicks); n > 0 {
+		s.oldest.Store(sc.clicks[0].At.UnixNano())
+		b.CaughtUp = sc.clicks[n-1].At
+	}
+	if !sealed && sc.next == limit {
+		b.CaughtUp = readAt
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	applied, pos, err := s.db.ShipClicks(cctx, b)
+	if err != nil {
+		return false, fmt.Errorf("ship clicks of journal segment %d [%d, %d): %w", s.seq, b.From, b.To, err)
+	}
+	if !applied {
+		// Counted already (a commit whose answer was lost), or the
+		// recorded position is elsewhere: continue from the record.
+		s.log.Info("batch already counted; continuing from the recorded position", "segment", s.seq, "from", b.From, "recorded", pos)
+		s.pos = pos
+		return false, nil
+	}
+	s.pos = sc.next
+	s.shipped.Add(float64(len(sc.clicks)))
+	s.batches.Inc()
+	if !b.CaughtUp.IsZero() {
+		s.lastBeat = s.now()
+	}
+	return false, nil
+}
+
+// maxRead bounds what one step reads from a segment.
+const maxRead = 1 << 20
+
+// read parses the segment from start up to limit.
+func (s *Shipper) read(start, limit int64) (scan, error) {
+	n := min(limit-start, maxRead)
+	buf := make([]byte, n)
+	if _, err := s.f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
+		return scan{}, fmt.Errorf("read journal segment %d: %w", s.seq, err)
+	}
+	sc := parse(buf, start, start+n == limit, s.cfg.MaxBatch)
+	if sc.next == start && len(sc.clicks) == 0 {
+		// A record straddles the read window: cannot happen with
+		// records under maxPayload, but never spin on it.
+		return scan{}, fmt.Errorf("read journal segment %d: no progress at %d", s.seq, start)
+	}
+	return sc, nil
+}
+
+// openSegment opens segment seq and finds how far it is counted.
+func (s *Shipper) openSegment(ctx context.Context, seq int64) error {
+	f, err := os.Open(segmentPath(s.j.cfg.Dir, seq))
+	if err != nil {
+		return fmt.Errorf("open journal segment %d: %w", seq, err)
+	}
+	buf := make([]byte, headerSize)
+	n, _ := f.ReadAt(buf, 0)
+	hdr, ok := parseHeader(buf[:n])
+	if !ok {
+		f.Close()
+		if _, sealed := s.j.readable(seq); !sealed {
+			return fmt.Errorf("journal segment %d has no header", seq)
+		}
+		// A crash while the segment was being created: nothing in it
+		// was ever acknowledged.
+		s.log.Warn("removing a journal segment without a header", "segment", seq, "bytes", n)
+		s.corrupt.Inc()
+		return s.j.remove(seq)
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	pos, err := s.db.ShippedTo(cctx, hdr.journal, seq)
+	if err != nil {
+		f.Close()
+		s.oldest.CompareAndSwap(0, hdr.created.UnixNano())
+		return fmt.Errorf("position of journal segment %d: %w", seq, err)
+	}
+	s.f, s.seq, s.hdr, s.pos = f, seq, hdr, pos
+	return nil
+}
+
+// finishSegment deletes a sealed segment that is shipped to its end.
+func (s *Shipper) finishSegment(ctx context.Context) error {
+	seq, journal := s.seq, s.hdr.journal
+	s.closeSegment()
+	if err := s.j.remove(seq); err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	if err := s.db.ForgetSegments(cctx, journal, seq); err != nil {
+		// Harmless: the next segment's deletion forgets it too.
+		s.log.Warn("forgetting shipped journal segments", "through", seq, "err", err)
+	}
+	return nil
+}
+
+func (s *Shipper) closeSegment() {
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
+}
+
+// heartbeat tells the database, now and then, that this journal is caught
+// up, so the stats' as_of moves while no clicks arrive.
+func (s *Shipper) heartbeat(ctx context.Context, at time.Time) error {
+	if s.now().Sub(s.lastBeat) < s.cfg.Heartbeat {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	if err := s.db.CaughtUp(cctx, s.hdr.journal, s.hdr.node, at); err != nil {
+		return fmt.Errorf("record caught up: %w", err)
+	}
+	s.lastBeat = s.now()
+	return nil
+}

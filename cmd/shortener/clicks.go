@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"shortener/clicks"
+	"shortener/handler"
+	"shortener/store"
+)
+
+// clickCounting is the running click journal and its shipper.
+type clickCounting struct {
+	j     *clicks.Journal
+	ship  *clicks.Shipper
+	stop  context.CancelFunc
+	done  chan error
+	drain time.Duration
+	log   *slog.Logger
+}
+
+// startClicks opens the journal and starts shipping it to st, beginning
+// with whatever an earlier run left. obs hears every journaled group (the
+// trending ranking); it may be nil. Counting off: nil, nil.
+func startClicks(cfg Config, st *store.Store, obs clicks.Observer, log *slog.Logger, reg prometheus.Registerer) (*clickCounting, error) {
+	if !cfg.Clicks {
+		log.Warn("click counting is off (SHORTENER_CLICKS=false): redirects are not counted")
+		return nil, nil
+	}
+	j, err := clicks.Open(cfg.clicksConfig(), obs, log, reg)
+	if err != nil {
+		return nil, err
+	}
+	ship, err := clicks.NewShipper(j, st, cfg.shipperConfig(), log, reg)
+	if err != nil {
+		j.Close()
+		return nil, err
+	}
+	cc := &clickCounting{j: j, ship: ship, done: make(chan error, 1), drain: cfg.ClicksDrainTimeout, log: log}
+	ctx, stop := context.WithCancel(context.Background())
+	cc.stop = stop
+	go func() { cc.done <- cc.ship.Run(ctx) }()
+	log.Info("click journal open", "dir", cfg.ClicksDir, "journal_id", j.ID())
+	return cc, nil
+}
+
+// recorder is what the handler journals clicks with: nil when counting is
+// off (an untyped nil, so the handler sees none).
+func (cc *clickCounting) recorder() handler.Recorder {
+	if cc == nil {
+		return nil
+	}
+	return cc.j
+}
+
+// close runs after the HTTP server has drained: it stops the shipper,
+// closes the journal (writing and fsyncing the last group), then ships
+// what is left for at most the drain timeout. Whatever remains stays on
+// disk and ships at the next start.
+func (cc *clickCounting) close() {
+	if cc == nil {
+		return
+	}
+	cc.stop()
+	<-cc.done
+	if err := cc.j.Close(); err != nil {
+		cc.log.Error("closing the click journal", "err", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cc.drain)
+	defer cancel()
+	done, err := cc.ship.Drain(ctx)
+	switch {
+	case err != nil && !done:
+		cc.log.Warn("click journal not drained at shutdown; it ships at the next start", "err", err)
+	case err != nil:
+		cc.log.Warn("click journal drained, not retired", "err", err)
+	default:
+		cc.log.Info("click journal drained")
+	}
+}
+
+// Shipping settings not worth a knob: a batch is at most this many clicks,
+// an idle shipper looks again this often and says it is caught up (for
+// as_of) this often.
+const (
+	clicksBatch     = 2000
+	clicksPoll      = 200 * time.Millisecond
+	clicksHeartbeat = 2 * time.Second
+)
+
+// clicksConfig is the journal's part of the configuration; clicks.Open
+// validates it and has no defaults of its own.
+func (cfg Config) clicksConfig() clicks.Config {
+	return clicks.Config{
+		Dir:          cfg.ClicksDir,
+		NodeID:       cfg.NodeID,
+		MaxBytes:     int64(cfg.ClicksMaxBytes),
+		SegmentBytes: min(64<<20, max(1<<20, int64(cfg.ClicksMaxBytes)/16)),
+		SyncInterval: cfg.ClicksSyncInterval,
+	}
+}
+
+// shipperConfig is the shipper's: a batch's transaction may take a few
+// query deadlines.
+func (cfg Config) shipperConfig() clicks.ShipperConfig {
+	return clicks.ShipperConfig{MaxBatch: clicksBatch, Interval: clicksPoll, Timeout: 5 * cfg.MySQLTimeout, Heartbeat: clicksHeartbeat}
+}

@@ -1,0 +1,177 @@
+package handler
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"shortener"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestReferrerHost(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"https://news.example.com/story?id=1", "news.example.com"},
+		{"https://News.Example.COM:8443/x", "news.example.com"},
+		{"http://user:pw@evil.example/", "evil.example"},
+		{"https://example.com", "example.com"},
+		{"https://example.com.#frag", "example.com"},
+		{"http://[2001:db8::1]:8080/p", "[2001:db8::1]"},
+		{"android-app://com.google.android.gm/", "com.google.android.gm"},
+		{"not a url", ""},
+		{"https:///path", ""},
+		{"https://exa mple.com/", "invalid"},
+		{"https://exämple.com/", "invalid"},
+	} {
+		if got := referrerHost(tc.in); got != tc.want {
+			t.Errorf("referrerHost(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestAgentClass(t *testing.T) {
+	for _, tc := range []struct {
+		ua   string
+		want shortener.Agent
+	}{
+		{"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36", shortener.AgentBrowser},
+		{"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1", shortener.AgentBrowser},
+		{"Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0", shortener.AgentBrowser},
+		{"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", shortener.AgentBot},
+		{"Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)", shortener.AgentBot},
+		{"Twitterbot/1.0", shortener.AgentBot},
+		{"Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)", shortener.AgentBot},
+		{"facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)", shortener.AgentBot},
+		{"WhatsApp/2.23.20.0", shortener.AgentBot},
+		{"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/120.0.0.0 Safari/537.36", shortener.AgentBot},
+		{"curl/8.5.0", shortener.AgentBot},
+		{"Wget/1.21.4", shortener.AgentBot},
+		{"python-requests/2.31.0", shortener.AgentBot},
+		{"Go-http-client/1.1", shortener.AgentBot},
+		{"Mozilla/5.0 (compatible; YandexBot/3.0)", shortener.AgentBot},
+		{"Mozilla/5.0 (compatible; AhrefsBot/7.0; +http://ahrefs.com/robot/)", shortener.AgentBot},
+		{"", shortener.AgentBot},
+	} {
+		if got := agentClass(tc.ua); got != tc.want {
+			t.Errorf("agentClass(%q) = %v, want %v", tc.ua, got, tc.want)
+		}
+	}
+}
+
+// clickLog is a Recorder that keeps what it is given.
+type clickLog struct {
+	mu     sync.Mutex
+	clicks []shortener.Click
+}
+
+func (c *clickLog) Record(cl shortener.Click) {
+	c.mu.Lock()
+	c.clicks = append(c.clicks, cl)
+	c.mu.Unlock()
+}
+
+// TestRedirectRecordsClicks: a GET answered with a redirect is one click,
+// with the referrer's host and the agent class; HEAD, 404 and 410 are not.
+func TestRedirectRecordsClicks(t *testing.T) {
+	f := newFakeLinks()
+	f.links["abc"] = shortener.Link{ID: 7, Code: "abc", URL: "https://example.com/", Redirect: 302}
+	f.links["old"] = shortener.Link{ID: 8, Code: "old", URL: "https://example.com/", Redirect: 302, DeletedAt: now.Add(-time.Hour)}
+	log := &clickLog{}
+	h := newTestHandler(f)
+	h.d.Clicks = log
+	if rec := do(h, "GET", "/abc", "", "Referer", "https://t.co/xyz?q=secret", "User-Agent", "Mozilla/5.0 Firefox/133.0"); rec.Code != 302 {
+		t.Fatalf("GET: %d", rec.Code)
+	}
+	do(h, "GET", "/abc", "", "User-Agent", "curl/8.5.0")
+	do(h, "HEAD", "/abc", "")
+	do(h, "GET", "/nope", "")
+	do(h, "GET", "/old", "")
+	want := []shortener.Click{
+		{LinkID: 7, Code: "abc", At: now, Referrer: "t.co", Agent: shortener.AgentBrowser},
+		{LinkID: 7, Code: "abc", At: now, Referrer: "", Agent: shortener.AgentBot},
+	}
+	if len(log.clicks) != len(want) {
+		t.Fatalf("recorded %d clicks, want %d: %+v", len(log.clicks), len(want), log.clicks)
+	}
+	for i, w := range want {
+		if g := log.clicks[i]; g != w {
+			t.Errorf("click %d: got %+v, want %+v", i, g, w)
+		}
+	}
+}
+
+// fakeStats answers ClickStats and remembers the question.
+type fakeStats struct {
+	link     int64
+	from, to time.Time
+	daily    bool
+}
+
+func (f *fakeStats) ClickStats(_ context.Context, link int64, from, to time.Time, daily bool, top int) (shortener.ClickStats, error) {
+	f.link, f.from, f.to, f.daily = link, from, to, daily
+	return shortener.ClickStats{
+		Total: 5, Browsers: 4, Bots: 1, AsOf: now.Add(-time.Second),
+		Series:    []shortener.ClickCount{{Start: from, Clicks: 5}},
+		Referrers: []shortener.ReferrerCount{{Host: "t.co", Clicks: 3}, {Host: "", Clicks: 2}},
+	}, nil
+}
+
+func TestStats(t *testing.T) {
+	f := newFakeLinks()
+	f.links["abc"] = shortener.Link{ID: 7, Code: "abc", URL: "https://a.example/", Redirect: 302, Owner: HashKey("k3y")}
+	f.links["old"] = shortener.Link{ID: 8, Code: "old", URL: "https://a.example/", Redirect: 302, Owner: HashKey("k3y"), DeletedAt: now}
+	st := &fakeStats{}
+	h := newTestHandler(f)
+	h.d.Stats = st
+	key := []string{"X-Api-Key", "k3y"}
+
+	if rec := do(h, "GET", "/api/v1/links/abc/stats", ""); rec.Code != http.StatusUnauthorized {
+		t.Errorf("without a key: got %d, want 401", rec.Code)
+	}
+	if rec := do(h, "GET", "/api/v1/links/abc/stats", "", "X-Api-Key", "other-k3y"); rec.Code != http.StatusForbidden {
+		t.Errorf("another owner's key: got %d, want 403", rec.Code)
+	}
+	if rec := do(h, "GET", "/api/v1/links/abc/stats", "", "X-Api-Key", "adm1n"); rec.Code != http.StatusOK || st.link != 7 {
+		t.Errorf("admin key: got %d (link %d), want 200 for link 7", rec.Code, st.link)
+	}
+	// A deleted link keeps its counts.
+	if rec := do(h, "GET", "/api/v1/links/old/stats", "", key...); rec.Code != http.StatusOK || st.link != 8 {
+		t.Errorf("deleted link: got %d (link %d), want 200 for link 8", rec.Code, st.link)
+	}
+	rec := do(h, "GET", "/api/v1/links/abc/stats?interval=hour&from=2026-12-03T01:30:00Z&to=2026-12-03T05:10:00Z", "", key...)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("got %d %s, want 200", rec.Code, rec.Body)
+	}
+	if want := time.Date(2026, 12, 3, 1, 0, 0, 0, time.UTC); !st.from.Equal(want) || st.daily {
+		t.Errorf("asked from %v daily %v, want %v hourly", st.from, st.daily, want)
+	}
+	if want := time.Date(2026, 12, 3, 6, 0, 0, 0, time.UTC); !st.to.Equal(want) {
+		t.Errorf("asked to %v, want %v (rounded up)", st.to, want)
+	}
+	var body statsResponse
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.Total != 5 || body.Agents.Bot != 1 || body.Agents.Browser != 4 || len(body.Referrers) != 2 || body.Interval != "hour" || !body.AsOf.Equal(now.Add(-time.Second)) {
+		t.Errorf("body %+v", body)
+	}
+
+	// Defaults: by day, the 30 days up to now.
+	if rec := do(h, "GET", "/api/v1/links/abc/stats", "", key...); rec.Code != 200 {
+		t.Fatalf("defaults: %d", rec.Code)
+	}
+	if !st.daily || st.to.Sub(st.from) != 30*24*time.Hour || !st.to.After(now) {
+		t.Errorf("defaults asked daily %v from %v to %v", st.daily, st.from, st.to)
+	}
+
+	for _, q := range []string{"?interval=week", "?from=yesterday", "?from=2026-12-03&to=2026-12-01", "?interval=hour&from=2026-01-01&to=2026-12-01"} {
+		if rec := do(h, "GET", "/api/v1/links/abc/stats"+q, "", key...); rec.Code != 400 || errCode(t, rec) != CodeInvalidRequest {
+			t.Errorf("%s: got %d, want 400 invalid_request", q, rec.Code)
+		}
+	}
+	if rec := do(h, "GET", "/api/v1/links/nope/stats", "", key...); rec.Code != 404 {
+		t.Errorf("unknown code: got %d, want 404", rec.Code)
+	}
+}

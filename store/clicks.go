@@ -1,0 +1,367 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"shortener"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Clicks are stored as counts, never one row per click: per link and UTC
+// hour (with the bots among them) in click_hours, per link, UTC day and
+// referrer host in click_referrers. A batch from an instance's journal
+// adds to them in one transaction that also moves its journal segment's
+// recorded position (click_segments), which is what makes shipping
+// exactly once.
+
+// batchTimeout bounds a batch's transaction: a few statements of up to a
+// few thousand rows.
+const batchTimeoutFactor = 5
+
+// ShippedTo returns the position through which a journal segment is
+// counted, 0 if none of it is.
+func (s *Store) ShippedTo(ctx context.Context, journal, segment int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	var pos int64
+	err := s.db.QueryRowContext(ctx, "SELECT shipped_to FROM click_segments WHERE journal_id = ? AND segment = ?", journal, segment).Scan(&pos)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("read journal position: %w: %w", shortener.ErrUnavailable, err)
+	}
+	return pos, nil
+}
+
+type hourKey struct {
+	link int64
+	hour time.Time
+}
+
+type refKey struct {
+	link int64
+	day  time.Time
+	host string
+}
+
+// ShipClicks adds b's clicks to the counts and records b's segment as
+// counted through b.To, in one transaction, if the segment is recorded as
+// counted through b.From (0 when it has no row). Otherwise it changes
+// nothing and returns applied false with the recorded position: the batch,
+// or part of it, was counted before.
+func (s *Store) ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied bool, pos int64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, batchTimeoutFactor*s.timeout)
+	defer cancel()
+	fail := func(err error) (bool, int64, error) {
+		return false, 0, fmt.Errorf("ship click batch %d/%d@%d: %w: %w", b.Journal, b.Segment, b.From, shortener.ErrUnavailable, err)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fail(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	// The row lock serialises every shipper of this segment (there is one,
+	// but a process restarted while its predecessor's commit is in flight
+	// is two for a moment).
+	err = tx.QueryRowContext(ctx, "SELECT shipped_to FROM click_segments WHERE journal_id = ? AND segment = ? FOR UPDATE",
+		b.Journal, b.Segment).Scan(&pos)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fail(err)
+	}
+	if pos != b.From {
+		return false, pos, nil
+	}
+
+	ids, err := linkIDs(ctx, tx, b.Clicks)
+	if err != nil {
+		return fail(err)
+	}
+	hours := map[hourKey][2]int64{}
+	refs := map[refKey]int64{}
+	for _, c := range b.Clicks {
+		if c.LinkID == 0 {
+			if c.LinkID = ids[c.Code]; c.LinkID == 0 {
+				// No link has the code: a click cannot be journaled
+				// without one, so this is a corrupt record that passed
+				// its checksum. Nothing to count it against.
+				s.log.Warn("click for an unknown code skipped", "code", c.Code)
+				continue
+			}
+		}
+		at := c.At.UTC()
+		hk := hourKey{c.LinkID, at.Truncate(time.Hour)}
+		v := hours[hk]
+		v[0]++
+		if c.Agent == shortener.AgentBot {
+			v[1]++
+		}
+		hours[hk] = v
+		refs[refKey{c.LinkID, time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC), c.Referrer}]++
+	}
+	if err := upsertHours(ctx, tx, hours); err != nil {
+		return fail(err)
+	}
+	if err := upsertReferrers(ctx, tx, refs); err != nil {
+		return fail(err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO click_segments (journal_id, segment, node_id, shipped_to, updated_at)
+		VALUES (?, ?, ?, ?, NOW(3)) ON DUPLICATE KEY UPDATE shipped_to = VALUES(shipped_to), updated_at = NOW(3)`,
+		b.Journal, b.Segment, b.Node, b.To); err != nil {
+		return fail(err)
+	}
+	if !b.CaughtUp.IsZero() {
+		if err := caughtUp(ctx, tx, b.Journal, b.Node, b.CaughtUp); err != nil {
+			return fail(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fail(err)
+	}
+	return true, b.To, nil
+}
+
+// linkIDs looks up the link IDs of the clicks that carry only a code:
+// the caches resolve redirects without the ID, so clicks are journaled by
+// code and matched to their link here (codes are never reused: a deleted
+// link keeps its code).
+func linkIDs(ctx context.Context, tx *sql.Tx, clicks []shortener.Click) (map[string]int64, error) {
+	ids := map[string]int64{}
+	for _, c := range clicks {
+		if c.LinkID == 0 {
+			ids[c.Code] = 0
+		}
+	}
+	if len(ids) == 0 {
+		return ids, nil
+	}
+	args := make([]any, 0, len(ids))
+	for code := range ids {
+		args = append(args, code)
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT code, id FROM links WHERE code IN (?"+strings.Repeat(",?", len(args)-1)+")", args...)
+	if err != nil {
+		return nil, fmt.Errorf("look up clicked links: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			code string
+			id   int64
+		)
+		if err := rows.Scan(&code, &id); err != nil {
+			return nil, fmt.Errorf("look up clicked links: %w", err)
+		}
+		ids[code] = id
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("look up clicked links: %w", err)
+	}
+	return ids, nil
+}
+
+// execer is a *sql.Tx or *sql.DB.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// upsertHours adds to click_hours in primary key order, so two instances
+// shipping at once take their row locks in the same order (no deadlock
+// between them; InnoDB's rare gap-lock deadlock is retried by the
+// shipper, the whole batch with it).
+func upsertHours(ctx context.Context, tx execer, hours map[hourKey][2]int64) error {
+	if len(hours) == 0 {
+		return nil
+	}
+	keys := make([]hourKey, 0, len(hours))
+	for k := range hours {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		if keys[a].link != keys[b].link {
+			return keys[a].link < keys[b].link
+		}
+		return keys[a].hour.Before(keys[b].hour)
+	})
+	var q strings.Builder
+	q.WriteString("INSERT INTO click_hours (link_id, hour, clicks, bots) VALUES ")
+	args := make([]any, 0, 4*len(keys))
+	for i, k := range keys {
+		if i > 0 {
+			q.WriteString(",")
+		}
+		q.WriteString("(?,?,?,?)")
+		v := hours[k]
+		args = append(args, k.link, k.hour, v[0], v[1])
+	}
+	q.WriteString(" ON DUPLICATE KEY UPDATE clicks = clicks + VALUES(clicks), bots = bots + VALUES(bots)")
+	if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+		return fmt.Errorf("add click hours: %w", err)
+	}
+	return nil
+}
+
+func upsertReferrers(ctx context.Context, tx execer, refs map[refKey]int64) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	keys := make([]refKey, 0, len(refs))
+	for k := range refs {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(a, b int) bool {
+		ka, kb := keys[a], keys[b]
+		if ka.link != kb.link {
+			return ka.link < kb.link
+		}
+		if !ka.day.Equal(kb.day) {
+			return ka.day.Before(kb.day)
+		}
+		return ka.host < kb.host
+	})
+	var q strings.Builder
+	q.WriteString("INSERT INTO click_referrers (link_id, day, host, clicks) VALUES ")
+	args := make([]any, 0, 4*len(keys))
+	for i, k := range keys {
+		if i > 0 {
+			q.WriteString(",")
+		}
+		q.WriteString("(?,?,?,?)")
+		args = append(args, k.link, k.day, k.host, refs[k])
+	}
+	q.WriteString(" ON DUPLICATE KEY UPDATE clicks = clicks + VALUES(clicks)")
+	if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+		return fmt.Errorf("add click referrers: %w", err)
+	}
+	return nil
+}
+
+func caughtUp(ctx context.Context, x execer, journal, node int64, at time.Time) error {
+	_, err := x.ExecContext(ctx, `INSERT INTO click_journals (journal_id, node_id, caught_up_at, updated_at)
+		VALUES (?, ?, ?, NOW(3)) ON DUPLICATE KEY UPDATE node_id = VALUES(node_id),
+		caught_up_at = GREATEST(caught_up_at, VALUES(caught_up_at)), updated_at = NOW(3)`,
+		journal, node, at.UTC())
+	if err != nil {
+		return fmt.Errorf("record journal caught up: %w", err)
+	}
+	return nil
+}
+
+// CaughtUp records that every click journal held before at is counted.
+func (s *Store) CaughtUp(ctx context.Context, journal, node int64, at time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if err := caughtUp(ctx, s.db, journal, node, at); err != nil {
+		return fmt.Errorf("%w: %w", shortener.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// ForgetSegments drops the recorded positions of a journal's segments up
+// to through, whose files are deleted and never read again.
+func (s *Store) ForgetSegments(ctx context.Context, journal, through int64) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if _, err := s.db.ExecContext(ctx, "DELETE FROM click_segments WHERE journal_id = ? AND segment <= ?", journal, through); err != nil {
+		return fmt.Errorf("forget journal segments: %w: %w", shortener.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// RetireJournal removes a wholly shipped, closed journal from as_of.
+func (s *Store) RetireJournal(ctx context.Context, journal int64) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if _, err := s.db.ExecContext(ctx, "DELETE FROM click_journals WHERE journal_id = ?", journal); err != nil {
+		return fmt.Errorf("retire journal: %w: %w", shortener.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// activeJournals is how recently a journal must have reported to hold
+// as_of back: one that has been silent longer belongs to an instance that
+// is gone (its clicks ship when it, or its volume, returns).
+const activeJournals = 10 * time.Minute
+
+// ClickStats returns the clicks of the link with ID linkID (deleted or
+// expired included: its counts are kept) in [from, to), in hourly buckets or,
+// with daily, daily ones (from and to on their boundaries), with the top referrer hosts (at most top, counted by day:
+// from and to are widened to whole days for them).
+func (s *Store) ClickStats(ctx context.Context, linkID int64, from, to time.Time, daily bool, top int) (shortener.ClickStats, error) {
+	ctx, cancel := context.WithTimeout(ctx, batchTimeoutFactor*s.timeout)
+	defer cancel()
+	fail := func(err error) (shortener.ClickStats, error) {
+		return shortener.ClickStats{}, fmt.Errorf("click stats of link %d: %w: %w", linkID, shortener.ErrUnavailable, err)
+	}
+	from, to = from.UTC(), to.UTC()
+	step := time.Hour
+	if daily {
+		step = 24 * time.Hour
+	}
+	var st shortener.ClickStats
+	for t := from; t.Before(to); t = t.Add(step) {
+		st.Series = append(st.Series, shortener.ClickCount{Start: t})
+	}
+	rows, err := s.db.QueryContext(ctx, "SELECT hour, clicks, bots FROM click_hours WHERE link_id = ? AND hour >= ? AND hour < ?", linkID, from, to)
+	if err != nil {
+		return fail(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			hour        time.Time
+			clicks, bot int64
+		)
+		if err := rows.Scan(&hour, &clicks, &bot); err != nil {
+			return fail(err)
+		}
+		i := int(hour.Sub(from) / step)
+		if i >= 0 && i < len(st.Series) {
+			st.Series[i].Clicks += clicks
+		}
+		st.Total += clicks
+		st.Bots += bot
+	}
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	st.Browsers = st.Total - st.Bots
+
+	dayFrom := time.Date(from.Year(), from.Month(), from.Day(), 0, 0, 0, 0, time.UTC)
+	dayTo := time.Date(to.Year(), to.Month(), to.Day(), 0, 0, 0, 0, time.UTC)
+	if dayTo.Before(to) {
+		dayTo = dayTo.Add(24 * time.Hour)
+	}
+	refRows, err := s.db.QueryContext(ctx, `SELECT host, SUM(clicks) AS n FROM click_referrers
+		WHERE link_id = ? AND day >= ? AND day < ? GROUP BY host ORDER BY n DESC, host LIMIT ?`, linkID, dayFrom, dayTo, top)
+	if err != nil {
+		return fail(err)
+	}
+	defer refRows.Close()
+	for refRows.Next() {
+		var r shortener.ReferrerCount
+		if err := refRows.Scan(&r.Host, &r.Clicks); err != nil {
+			return fail(err)
+		}
+		st.Referrers = append(st.Referrers, r)
+	}
+	if err := refRows.Err(); err != nil {
+		return fail(err)
+	}
+
+	var asOf sql.NullTime
+	var now time.Time
+	if err := s.db.QueryRowContext(ctx, "SELECT (SELECT MIN(caught_up_at) FROM click_journals WHERE updated_at > NOW(3) - INTERVAL ? SECOND), UTC_TIMESTAMP(3)",
+		int(activeJournals/time.Second)).Scan(&asOf, &now); err != nil {
+		return fail(err)
+	}
+	st.AsOf = now
+	if asOf.Valid && asOf.Time.Before(now) {
+		st.AsOf = asOf.Time
+	}
+	return st, nil
+}
