@@ -90,7 +90,7 @@ func (e Entry) Figure(label string) (string, bool) {
 
 // Accounts returns the accounts every run keeps.
 func Accounts() []Account {
-	return []Account{Creates{}}
+	return []Account{Creates{}, Clicks{}}
 }
 
 // Creates is the account of link creation: every acknowledged create is

@@ -61,6 +61,8 @@ func rows(hot, links int) []row {
 	return []row{
 		{name: "redirect/nginx/app", target: targetNginx, codes: codesHot,
 			what: fmt.Sprintf("GET one of %s hot links (uniform) through nginx to both apps: answered from L1", hotN)},
+		{name: "clicks/nginx/off", target: targetNginx, codes: codesHot, before: clicksOff, after: clicksOn,
+			what: "redirect/nginx/app with click counting off (SHORTENER_CLICKS=false): what counting costs"},
 		{name: "redirect/nginx/minimal", target: targetMinimalNginx, codes: codesHot,
 			what: "the same through an nginx from the same template to two minimal Go 302 servers"},
 		{name: "redirect/direct/app", target: targetApp, codes: codesHot,
@@ -85,6 +87,7 @@ func rows(hot, links int) []row {
 func ratios() []ratio {
 	return []ratio{
 		{name: "redirects through nginx, app / minimal", num: "redirect/nginx/app", den: "redirect/nginx/minimal", min: 0.85},
+		{name: "redirects through nginx, counting on / off", num: "redirect/nginx/app", den: "clicks/nginx/off", min: 0.9},
 		{name: "redirects direct, app / minimal", num: "redirect/direct/app", den: "redirect/direct/minimal", min: 0.9},
 	}
 }
@@ -139,4 +142,34 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// clicksOff restarts the apps with click counting off; clicksOn restarts
+// them as they were. The rows between are read against
+// redirect/nginx/app, which runs with counting on (the default).
+func clicksOff(ctx context.Context, e *env) error {
+	return restartApps(ctx, e, append(e.stack.AppEnv(), "SHORTENER_CLICKS=false"))
+}
+
+func clicksOn(ctx context.Context, e *env) error {
+	env := e.stack.AppEnv()
+	if n := len(env); n > 0 && env[n-1] == "SHORTENER_CLICKS=false" {
+		env = env[:n-1]
+	}
+	return restartApps(ctx, e, env)
+}
+
+// restartApps saves env as the apps' extra environment and restarts them
+// one at a time.
+func restartApps(ctx context.Context, e *env, env []string) error {
+	if err := e.stack.SetAppEnv(env); err != nil {
+		return err
+	}
+	for _, a := range e.stack.Apps() {
+		if err := a.Restart(ctx); err != nil {
+			return fmt.Errorf("restart %s: %w", a.Name, err)
+		}
+	}
+	e.logf("  apps restarted with %v", env)
+	return nil
 }

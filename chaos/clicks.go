@@ -1,0 +1,148 @@
+package chaos
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Clicks is the account of clicks: per code, the redirects the load
+// received (3xx with the link's Location) equal the clicks MySQL holds for
+// the code once every instance's journal has shipped: none lost, none
+// counted twice. A redirect the load never got an answer for (unknown)
+// may or may not have been counted; it is allowed as a click but never
+// required.
+type Clicks struct{}
+
+// clicksDrain bounds the wait for the journals to ship after a run: a
+// shipper retries a down MySQL every 5 s at most, and a restarted app
+// ships its old journal first.
+const clicksDrain = 90 * time.Second
+
+// Open waits until the clicks made before this run (priming, an earlier
+// scenario) are shipped, then notes each link's stored count.
+func (Clicks) Open(ctx context.Context, env *Env) (Settle, error) {
+	if err := waitShipped(ctx, env.DB, time.Now()); err != nil {
+		return nil, fmt.Errorf("clicks before the run: %w", err)
+	}
+	before, err := storedClicks(ctx, env.DB, env.Links)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, run *Run) (Entry, error) {
+		e := Entry{Account: "clicks"}
+		drainErr := waitShipped(ctx, env.DB, time.Now())
+		after, err := storedClicks(ctx, env.DB, env.Links)
+		if err != nil {
+			return e, err
+		}
+		served := make([]int64, len(env.Links))
+		unknown := make([]int64, len(env.Links))
+		for _, r := range run.Results {
+			if r.Kind != Redirect || r.Link < 0 || r.Link >= len(env.Links) {
+				continue
+			}
+			switch {
+			case r.Outcome == Unknown:
+				unknown[r.Link]++
+			case r.Status >= 300 && r.Status < 400 && !r.WrongLocation:
+				served[r.Link]++
+			}
+		}
+		var sumServed, sumStored, sumUnknown, lost, double int64
+		for i, l := range env.Links {
+			stored := after[l.Code] - before[l.Code]
+			sumServed += served[i]
+			sumStored += stored
+			sumUnknown += unknown[i]
+			switch {
+			case stored < served[i]:
+				lost += served[i] - stored
+				e.Problems = append(e.Problems, Problem{Kind: "lost clicks", Code: l.Code,
+					Why: fmt.Sprintf("%d redirects received, %d clicks stored", served[i], stored)})
+			case stored > served[i]+unknown[i]:
+				double += stored - served[i] - unknown[i]
+				e.Problems = append(e.Problems, Problem{Kind: "double clicks", Code: l.Code,
+					Why: fmt.Sprintf("%d redirects received (%d unanswered), %d clicks stored", served[i], unknown[i], stored)})
+			}
+		}
+		e.Figures = []Figure{
+			{Label: "redirects received (3xx, right Location)", Value: fmt.Sprint(sumServed), Column: "clicks served"},
+			{Label: "clicks stored in MySQL for them", Value: fmt.Sprint(sumStored), Column: "clicks stored"},
+			{Label: "redirects unanswered (may be counted)", Value: fmt.Sprint(sumUnknown)},
+			{Label: "clicks lost", Value: fmt.Sprint(lost), Column: "lost clicks"},
+			{Label: "clicks counted twice", Value: fmt.Sprint(double), Column: "double clicks"},
+		}
+		drained := "yes"
+		if drainErr != nil {
+			drained = drainErr.Error()
+		}
+		e.Figures = append(e.Figures, Figure{Label: "journals shipped before the count", Value: drained})
+		e.Checks = []Check{{ID: "clicks", What: "per code, clicks stored in MySQL = redirects received, once the journals have shipped",
+			Want: "0 lost, 0 double", Got: fmt.Sprintf("%d lost, %d double (%d served, %d stored)", lost, double, sumServed, sumStored),
+			OK: lost == 0 && double == 0 && drainErr == nil, Required: true}}
+		return e, nil
+	}, nil
+}
+
+// waitShipped waits until every journal heard from recently has shipped
+// everything it held before t: the earliest of their caught-up times (the
+// stats API's as_of) has passed t.
+func waitShipped(ctx context.Context, db *sql.DB, t time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, clicksDrain)
+	defer cancel()
+	var last error
+	for {
+		var asOf sql.NullTime
+		err := db.QueryRowContext(ctx, "SELECT MIN(caught_up_at) FROM click_journals WHERE updated_at > NOW(3) - INTERVAL 600 SECOND").Scan(&asOf)
+		switch {
+		case err != nil:
+			last = err
+		case !asOf.Valid || !asOf.Time.Before(t):
+			return nil
+		default:
+			last = fmt.Errorf("journals shipped up to %s, want %s", asOf.Time.Format(time.RFC3339Nano), t.UTC().Format(time.RFC3339Nano))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("journals not shipped within %s: %w", clicksDrain, last)
+		case <-time.After(250 * time.Millisecond): // polling MySQL, not synchronisation
+		}
+	}
+}
+
+// storedClicks returns the clicks MySQL holds for each link, by code.
+func storedClicks(ctx context.Context, db *sql.DB, links []Link) (map[string]int64, error) {
+	out := make(map[string]int64, len(links))
+	for start := 0; start < len(links); start += 500 {
+		part := links[start:min(start+500, len(links))]
+		args := make([]any, len(part))
+		for i, l := range part {
+			args[i] = l.Code
+		}
+		rows, err := db.QueryContext(ctx, `SELECT l.code, COALESCE(SUM(h.clicks), 0) FROM links l
+			LEFT JOIN click_hours h ON h.link_id = l.id WHERE l.code IN (?`+strings.Repeat(",?", len(part)-1)+`) GROUP BY l.code`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("query stored clicks: %w", err)
+		}
+		for rows.Next() {
+			var (
+				code string
+				n    int64
+			)
+			if err := rows.Scan(&code, &n); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("scan stored clicks: %w", err)
+			}
+			out[code] = n
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("query stored clicks: %w", err)
+		}
+	}
+	return out, nil
+}
