@@ -72,7 +72,7 @@ func opOf(r *http.Request) string {
 }
 
 // reservedRoot are one-segment paths that are pages, not codes.
-var reservedRoot = map[string]bool{"openapi.json": true, "favicon.ico": true, "robots.txt": true}
+var reservedRoot = map[string]bool{"openapi.json": true, "favicon.ico": true, "robots.txt": true, "trending": true}
 
 // statusWriter remembers the status code written.
 type statusWriter struct {
