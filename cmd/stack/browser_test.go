@@ -354,7 +354,7 @@ func TestBrowser(t *testing.T) {
 	}
 	noJSShort, err := chromedp.Run(noJS, chromedp.Value(chromedp.ID("short")))
 	must(err, "read the short URL made without JavaScript")
-	if hidden, _ := chromedp.Run(noJS, chromedp.Evaluate[bool](`document.querySelector("button[data-copy]").hidden`)); !hidden {
+	if hidden, _ := chromedp.Run(noJS, chromedp.Evaluate[bool](`getComputedStyle(document.querySelector("button[data-copy]")).display === "none"`)); !hidden {
 		t.Error("the copy button shows without JavaScript")
 	}
 	shot.take(noJS, "created-nojs")
