@@ -90,8 +90,7 @@ func (e Entry) Figure(label string) (string, bool) {
 
 // Accounts returns the accounts every run keeps.
 func Accounts() []Account {
-	// Trending stays last: its clock starts when it opens, just before the load.
-	return []Account{Creates{}, Clicks{}, Trending{}}
+	return []Account{Creates{}, Clicks{}}
 }
 
 // Creates is the account of link creation: every acknowledged create is

@@ -28,9 +28,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Observer hears of every group of clicks once it is in the journal. It
-// is called from the journal's writer goroutine, never on a request's
-// path, and must not block (buffer and return); it may keep the slice.
+// Observer hears of every click once it is in the journal, in groups. It
+// is called from the journal's own goroutine, never on a request's path,
+// and must not block (buffer and return); it may keep the slice.
 type Observer interface {
 	Observe(clicks []shortener.Click)
 }
@@ -42,19 +42,25 @@ type Config struct {
 	// MaxBytes bounds the journal on disk; past it new clicks are
 	// dropped (and counted).
 	MaxBytes int64
-	// SegmentBytes is the size at which a segment is closed and the next
-	// begun; a segment is deleted once wholly shipped.
+	// SegmentBytes is the size of a segment file: it is mapped whole, and
+	// the next begun when it is full. A segment is deleted once wholly
+	// shipped.
 	SegmentBytes int64
 	// SyncInterval is how often the journal is fsynced: what a machine
 	// crash (not a process crash) can lose.
 	SyncInterval time.Duration
 }
 
+// observeEvery is how often written clicks are passed to the Observer.
+const observeEvery = 20 * time.Millisecond
+
 // Journal is an instance's append-only log of clicks on local disk, a
-// directory of numbered segment files. Record appends a click and returns
-// once it is written to the file (in the kernel's page cache, which
-// survives the process); concurrent Records share one write. It is safe
-// for concurrent use.
+// directory of numbered segment files. Each segment is a file of
+// SegmentBytes mapped into memory (MAP_SHARED): Record copies the encoded
+// click into the mapping, which is the kernel's page cache of the file,
+// so the click outlives the process the moment Record returns, without a
+// system call. A syncer fsyncs it every SyncInterval. It is safe for
+// concurrent use.
 type Journal struct {
 	cfg  Config
 	id   int64
@@ -63,22 +69,23 @@ type Journal struct {
 	log  *slog.Logger
 	now  func() time.Time
 
-	mu     sync.Mutex
-	cur    *group
-	closed bool
-	wake   chan struct{}
-	stop   chan struct{}
-	done   chan struct{}
+	mu      sync.Mutex
+	closed  bool
+	f       *os.File // the current segment
+	mem     []byte   // its mapping
+	seq     int64
+	off     int64 // bytes written to the current segment, header included
+	scratch []byte
+	pending []shortener.Click // written, not yet observed
 
-	size atomic.Int64 // bytes of every segment on disk, the current one included
+	size atomic.Int64 // bytes of every segment on disk (written bytes of the current one)
 
-	// Written by the writer goroutine, read by the shipper.
+	// The current segment and how far it is written, for the shipper.
 	hmu  sync.Mutex
-	head position // the current segment and how far it is written
-	// Owned by the writer goroutine.
-	f        *os.File
-	seq      int64
-	broken   bool // the last write failed: begin a new segment
+	head position
+
+	stop     chan struct{}
+	done     chan struct{}
 	syncs    syncer
 	recorded prometheus.Counter
 	dropped  *prometheus.CounterVec
@@ -91,17 +98,6 @@ type position struct {
 	closed bool // the journal is closed: nothing more will be written
 }
 
-// group is the clicks that arrive while the writer is busy: they are
-// encoded into one buffer and written with one write.
-type group struct {
-	clicks []shortener.Click
-	buf    []byte
-	done   chan struct{}
-	err    error
-}
-
-func newGroup() *group { return &group{done: make(chan struct{})} }
-
 // Journal errors.
 var (
 	ErrLocked = errors.New("clicks: journal directory is in use by another process")
@@ -112,7 +108,7 @@ var (
 // nil.
 func Open(cfg Config, obs Observer, log *slog.Logger, reg prometheus.Registerer) (*Journal, error) {
 	// No defaults here: cmd/shortener's configuration owns them.
-	if cfg.Dir == "" || cfg.MaxBytes <= 0 || cfg.SegmentBytes <= 0 || cfg.SyncInterval <= 0 {
+	if cfg.Dir == "" || cfg.MaxBytes <= 0 || cfg.SegmentBytes <= headerSize+maxPayload+recordHeader || cfg.SyncInterval <= 0 {
 		return nil, fmt.Errorf("open journal: need a directory and a positive max bytes, segment bytes and sync interval, got %+v", cfg)
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
@@ -130,11 +126,12 @@ func Open(cfg Config, obs Observer, log *slog.Logger, reg prometheus.Registerer)
 	}
 	j := &Journal{
 		cfg: cfg, lock: lock, obs: obs, log: log, now: time.Now,
-		cur: newGroup(), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		scratch: make([]byte, 0, recordHeader+maxPayload),
+		stop:    make(chan struct{}), done: make(chan struct{}),
 		recorded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shortener_clicks_recorded_total", Help: "Clicks written to the journal."}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shortener_clicks_dropped_total", Help: "Clicks not journaled: full (the journal reached its bound), error (a write failed), closed."}, []string{"reason"}),
+			Name: "shortener_clicks_dropped_total", Help: "Clicks not journaled: full (the journal reached its bound), error (a segment could not be created), closed."}, []string{"reason"}),
 	}
 	fail := func(err error) (*Journal, error) {
 		lock.Close()
@@ -168,7 +165,7 @@ func Open(cfg Config, obs Observer, log *slog.Logger, reg prometheus.Registerer)
 			Name: "shortener_click_journal_bytes", Help: "Bytes of the click journal on disk (shipped segments are deleted)."},
 			func() float64 { return float64(j.size.Load()) }))
 	}
-	go j.write()
+	go j.observeLoop()
 	j.syncs.start(j.stop, cfg.SyncInterval, log)
 	return j, nil
 }
@@ -176,39 +173,48 @@ func Open(cfg Config, obs Observer, log *slog.Logger, reg prometheus.Registerer)
 // ID returns the journal's ID, random and fixed for its directory.
 func (j *Journal) ID() int64 { return j.id }
 
-// Record appends c to the journal and returns once it is written to the
-// file. It never waits on anything but the local disk. A click that
-// cannot be journaled (the journal is at its bound, a write failed) is
-// dropped and counted in shortener_clicks_dropped_total: the redirect it
-// belongs to is answered all the same.
+// Record appends c to the journal. When it returns, the click is in the
+// page cache of a segment file: a crash of this process cannot lose it.
+// It never waits on anything but a mutex held for a copy (and, once per
+// segment, for creating the next one). A click that cannot be journaled
+// (the journal is at its bound, a segment cannot be created) is dropped
+// and counted in shortener_clicks_dropped_total: the redirect it belongs
+// to is answered all the same.
 func (j *Journal) Record(c shortener.Click) {
 	j.mu.Lock()
+	defer j.mu.Unlock()
 	if j.closed {
-		j.mu.Unlock()
 		j.dropped.WithLabelValues("closed").Inc()
 		return
 	}
-	g := j.cur
-	n := len(g.buf)
-	g.buf = appendRecord(g.buf, c)
-	// headerSize: room for the segment the write may have to begin.
-	if j.size.Load()+int64(len(g.buf))+headerSize > j.cfg.MaxBytes {
-		g.buf = g.buf[:n]
-		j.mu.Unlock()
+	rec := appendRecord(j.scratch[:0], c)
+	n := int64(len(rec))
+	// headerSize: room for the segment the click may have to begin.
+	if j.size.Load()+n+headerSize > j.cfg.MaxBytes {
 		j.dropped.WithLabelValues("full").Inc()
 		return
 	}
-	g.clicks = append(g.clicks, c)
-	j.mu.Unlock()
-	select {
-	case j.wake <- struct{}{}:
-	default:
+	if j.off+n > int64(len(j.mem)) {
+		if err := j.rotate(); err != nil {
+			j.dropped.WithLabelValues("error").Inc()
+			j.log.Error("click journal: cannot begin a segment; click dropped", "err", err)
+			return
+		}
 	}
-	<-g.done
+	copy(j.mem[j.off:], rec)
+	j.off += n
+	j.size.Add(n)
+	j.hmu.Lock()
+	j.head.off = j.off
+	j.hmu.Unlock()
+	j.recorded.Inc()
+	if j.obs != nil {
+		j.pending = append(j.pending, c)
+	}
 }
 
-// Close writes what was recorded, fsyncs the journal and closes it. Later
-// Records drop their clicks.
+// Close seals the current segment, fsyncs the journal and closes it.
+// Later Records drop their clicks.
 func (j *Journal) Close() error {
 	j.mu.Lock()
 	if j.closed {
@@ -216,107 +222,99 @@ func (j *Journal) Close() error {
 		return nil
 	}
 	j.closed = true
+	err := j.seal()
 	j.mu.Unlock()
 	close(j.stop)
 	<-j.done
 	j.syncs.wait()
-	err := j.syncs.sync(true)
+	err = errors.Join(err, j.syncs.sync(true))
 	j.hmu.Lock()
 	j.head.closed = true
 	j.hmu.Unlock()
 	return errors.Join(err, j.lock.Close())
 }
 
-// write is the writer goroutine: it takes the group that gathered while
-// it was busy, writes it with one write, and lets its Records return.
-func (j *Journal) write() {
+// observeLoop passes written clicks to the Observer every observeEvery,
+// off the requests' path, until the journal closes.
+func (j *Journal) observeLoop() {
 	defer close(j.done)
+	if j.obs == nil {
+		<-j.stop
+		return
+	}
+	t := time.NewTicker(observeEvery)
+	defer t.Stop()
 	for {
-		stopping := false
 		select {
-		case <-j.wake:
+		case <-t.C:
+			j.observe()
 		case <-j.stop:
-			stopping = true
-		}
-		j.mu.Lock()
-		g := j.cur
-		if len(g.clicks) > 0 {
-			j.cur = newGroup()
-		} else {
-			g = nil // still being filled: not ours to read
-		}
-		j.mu.Unlock()
-		if g != nil {
-			g.err = j.append(g.buf)
-			close(g.done)
-			if g.err != nil {
-				j.dropped.WithLabelValues("error").Add(float64(len(g.clicks)))
-				j.log.Error("click journal write failed; clicks dropped", "clicks", len(g.clicks), "err", g.err)
-			} else {
-				j.recorded.Add(float64(len(g.clicks)))
-				if j.obs != nil {
-					j.obs.Observe(g.clicks)
-				}
-			}
-		}
-		if stopping {
+			j.observe()
 			return
 		}
 	}
 }
 
-// append writes b to the current segment, beginning a new one first when
-// it is full or the last write failed.
-func (j *Journal) append(b []byte) error {
-	j.hmu.Lock()
-	off := j.head.off
-	j.hmu.Unlock()
-	if j.broken || (off > headerSize && off+int64(len(b)) > j.cfg.SegmentBytes) {
-		if err := j.rotate(); err != nil {
-			return err
-		}
-		off = headerSize
+func (j *Journal) observe() {
+	j.mu.Lock()
+	c := j.pending
+	j.pending = nil
+	j.mu.Unlock()
+	if len(c) > 0 {
+		j.obs.Observe(c)
 	}
-	n, err := j.f.Write(b)
-	j.size.Add(int64(n))
-	if err != nil {
-		// The partial record is skipped as corrupt by the shipper,
-		// which reads no further than the last whole write.
-		j.broken = true
-		return fmt.Errorf("append to journal segment %d: %w", j.seq, err)
-	}
-	j.hmu.Lock()
-	j.head.off = off + int64(n)
-	j.hmu.Unlock()
-	return nil
 }
 
-// rotate begins segment seq+1 and hands the current one to the syncer,
-// which fsyncs and closes it.
+// rotate seals the current segment and begins segment seq+1: a file of
+// SegmentBytes (sparse: blocks are allocated as they are written) with
+// its header, mapped into memory. The caller holds mu (or is Open).
 func (j *Journal) rotate() error {
+	if err := j.seal(); err != nil {
+		j.log.Error("click journal: sealing a segment", "segment", j.seq, "err", err)
+	}
 	seq := j.seq + 1
-	f, err := os.OpenFile(segmentPath(j.cfg.Dir, seq), os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND, 0o644)
+	f, err := os.OpenFile(segmentPath(j.cfg.Dir, seq), os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o644)
 	if err != nil {
 		return fmt.Errorf("create journal segment %d: %w", seq, err)
 	}
-	hdr := appendHeader(nil, header{journal: j.id, node: j.cfg.NodeID, created: j.now()})
-	if _, err := f.Write(hdr); err != nil {
+	mem, err := func() ([]byte, error) {
+		if err := f.Truncate(j.cfg.SegmentBytes); err != nil {
+			return nil, err
+		}
+		return syscall.Mmap(int(f.Fd()), 0, int(j.cfg.SegmentBytes), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	}()
+	if err != nil {
 		f.Close()
 		os.Remove(f.Name())
 		return fmt.Errorf("create journal segment %d: %w", seq, err)
 	}
+	copy(mem, appendHeader(nil, header{journal: j.id, node: j.cfg.NodeID, created: j.now()}))
 	j.size.Add(headerSize)
-	old := j.f
-	j.f, j.seq, j.broken = f, seq, false
-	j.syncs.switchTo(f, old, j.cfg.Dir)
+	j.f, j.mem, j.seq, j.off = f, mem, seq, headerSize
+	j.syncs.switchTo(f, j.cfg.Dir)
 	j.hmu.Lock()
 	j.head = position{seq: seq, off: headerSize}
 	j.hmu.Unlock()
 	return nil
 }
 
+// seal unmaps the current segment and cuts its file to what was written,
+// so a reader finds its end; the syncer fsyncs and closes it. A segment
+// left by a crash is not sealed: its tail is zeros, which the shipper
+// reads as its end.
+func (j *Journal) seal() error {
+	if j.f == nil {
+		return nil
+	}
+	err := syscall.Munmap(j.mem)
+	err = errors.Join(err, j.f.Truncate(j.off))
+	j.syncs.retire(j.f)
+	j.f, j.mem = nil, nil
+	return err
+}
+
 // readable returns how far segment seq may be read: the current segment
-// up to its last whole write, an older one (sealed) to its end.
+// up to its last whole record, an older one (sealed) to its end.
 func (j *Journal) readable(seq int64) (limit int64, sealed bool) {
 	j.hmu.Lock()
 	defer j.hmu.Unlock()

@@ -267,6 +267,47 @@ func TestReplayAfterCrash(t *testing.T) {
 	}
 }
 
+// TestCrashLeavesZeroTail takes the journal's files as a SIGKILL leaves
+// them (segments never sealed: written records, then zeros to the
+// segment's size) into a new directory: every click is shipped once and
+// the zeros are not corruption.
+func TestCrashLeavesZeroTail(t *testing.T) {
+	dir := t.TempDir()
+	j1 := openJournal(t, Config{Dir: dir, NodeID: 1, SegmentBytes: 8 << 10}, nil)
+	record(j1, 700)
+	crashed := t.TempDir()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.Name() == "LOCK" {
+			continue
+		}
+		b, err := os.ReadFile(dir + "/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(crashed+"/"+e.Name(), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last, _ := listSegments(crashed)
+	if fi, _ := os.Stat(segmentPath(crashed, last[len(last)-1])); fi.Size() != 8<<10 {
+		t.Fatalf("unsealed segment is %d bytes, want its full 8 KiB", fi.Size())
+	}
+	j2 := openJournal(t, Config{Dir: crashed, NodeID: 1, SegmentBytes: 8 << 10}, nil)
+	sink := newMemSink()
+	s := runShipper(t, j2, sink, nil)
+	eventually(t, "crashed segments shipped and deleted", func() bool { return segmentCount(t, crashed) == 1 })
+	if got := sink.total(); got != 700 {
+		t.Errorf("counted %d clicks, want 700", got)
+	}
+	if got := testutil.ToFloat64(s.corrupt); got != 0 {
+		t.Errorf("corrupt counter %v, want 0 (zeros are the end)", got)
+	}
+}
+
 // TestTornTail cuts the last record of a segment short, as a machine
 // crash mid-write may: the whole records before it are shipped, the torn
 // one is counted as corrupt, nothing crashes.
@@ -478,7 +519,8 @@ func TestParse(t *testing.T) {
 		{"max", three, true, 2, 2, 2 * rl, 0, false},
 		{"torn tail", three[:3*rl-2], true, 10, 2, 3*rl - 2, 0, true},
 		{"incomplete, more to read", three[:3*rl-2], false, 10, 2, 2 * rl, 0, false},
-		{"zeros at the end", append(append([]byte{}, three...), 0, 0, 0, 0), true, 10, 3, 3*rl + 4, 1, false},
+		{"zeros at the end", append(append([]byte{}, three...), 0, 0, 0, 0), true, 10, 3, 3*rl + 4, 0, false},
+		{"zeros, then a record", append(append(append([]byte{}, three[:rl]...), 0, 0), three[rl:]...), true, 10, 3, 3*rl + 2, 1, false},
 		{"garbage between records", garbage, true, 10, 3, len(garbage), 1, false},
 		{"empty", nil, true, 10, 0, 0, 0, false},
 	} {

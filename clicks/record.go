@@ -138,6 +138,16 @@ type scan struct {
 	next    int64 // position after the last byte consumed
 	corrupt int   // stretches of bad bytes skipped
 	torn    bool  // the stretch ended in an incomplete record at the limit
+	padding bool  // the stretch ended in zeros (a crashed segment's unwritten tail)
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // parse reads records from b, which holds the segment's bytes from
@@ -152,6 +162,13 @@ func parse(b []byte, pos int64, end bool, max int) scan {
 	skipping := false
 	for i < len(b) && len(s.clicks) < max {
 		rest := b[i:]
+		if rest[0] == 0 && !skipping && allZero(rest) {
+			// A segment left by a crash keeps its preallocated tail of
+			// zeros: the end of its records, not corruption.
+			s.padding = true
+			i = len(b)
+			break
+		}
 		if rest[0] != recordMagic {
 			if !skipping {
 				s.corrupt++

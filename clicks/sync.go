@@ -22,15 +22,21 @@ type syncer struct {
 	wg     sync.WaitGroup
 }
 
-// switchTo makes f the segment to sync and queues old to be synced and
-// closed.
-func (s *syncer) switchTo(f, old *os.File, dir string) {
+// switchTo makes f the segment to sync.
+func (s *syncer) switchTo(f *os.File, dir string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.cur, s.dir, s.dirty = f, dir, true
-	if old != nil {
-		s.sealed = append(s.sealed, old)
+}
+
+// retire queues f, a sealed segment, to be synced and closed.
+func (s *syncer) retire(f *os.File) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == f {
+		s.cur = nil
 	}
+	s.sealed = append(s.sealed, f)
 }
 
 // start runs the sync loop until stop is closed.

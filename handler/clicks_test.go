@@ -32,6 +32,7 @@ func TestReferrerHost(t *testing.T) {
 }
 
 func TestAgentClass(t *testing.T) {
+	cache := newAgentCache()
 	for _, tc := range []struct {
 		ua   string
 		want shortener.Agent
@@ -56,6 +57,11 @@ func TestAgentClass(t *testing.T) {
 	} {
 		if got := agentClass(tc.ua); got != tc.want {
 			t.Errorf("agentClass(%q) = %v, want %v", tc.ua, got, tc.want)
+		}
+		for range 2 { // a miss, then a hit
+			if got := cache.class(tc.ua); got != tc.want {
+				t.Errorf("cached class(%q) = %v, want %v", tc.ua, got, tc.want)
+			}
 		}
 	}
 }

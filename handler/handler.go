@@ -115,6 +115,7 @@ type Handler struct {
 	log    *slog.Logger
 	e      *echo.Echo
 	site   *site // the pages' templates and assets; nil without pages
+	agents *agentCache
 }
 
 // maxBody caps request bodies: a create is a small JSON object. nginx's
@@ -144,7 +145,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	h := &Handler{cfg: cfg, policy: cfg.Policy, d: d, log: d.Log}
+	h := &Handler{cfg: cfg, policy: cfg.Policy, d: d, log: d.Log, agents: newAgentCache()}
 	if cfg.Pages {
 		s, err := newSite()
 		if err != nil {
@@ -269,7 +270,7 @@ func (h *Handler) redirect(c echo.Context) error {
 		h.d.Clicks.Record(shortener.Click{
 			LinkID: l.ID, Code: code, At: now.UTC(),
 			Referrer: referrerHost(r.Header.Get("Referer")),
-			Agent:    agentClass(r.Header.Get("User-Agent")),
+			Agent:    h.agents.class(r.Header.Get("User-Agent")),
 		})
 	}
 	return c.Redirect(status, l.URL)

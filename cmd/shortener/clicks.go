@@ -98,7 +98,7 @@ func (cfg Config) clicksConfig() clicks.Config {
 		Dir:          cfg.ClicksDir,
 		NodeID:       cfg.NodeID,
 		MaxBytes:     int64(cfg.ClicksMaxBytes),
-		SegmentBytes: min(64<<20, max(1<<20, int64(cfg.ClicksMaxBytes)/16)),
+		SegmentBytes: min(16<<20, max(1<<20, int64(cfg.ClicksMaxBytes)/16)),
 		SyncInterval: cfg.ClicksSyncInterval,
 	}
 }
