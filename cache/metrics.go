@@ -88,6 +88,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, b := range []string{breakerRead, breakerWrite} {
 		m.state.WithLabelValues(b)
+		// The transitions a breaker makes, so that dashboards and alerts
+		// over them have a series before the first failover.
+		for _, t := range [][2]string{{"closed", "open"}, {"open", "half-open"}, {"half-open", "closed"}, {"half-open", "open"}} {
+			m.transitions.WithLabelValues(b, t[0], t[1])
+		}
+	}
+	for _, e := range []string{"switch_master", "odown"} {
+		m.events.WithLabelValues(e)
+	}
+	for _, r := range []string{"sent", "error", "skipped"} {
+		m.invalidated.WithLabelValues(r)
 	}
 	return m, nil
 }

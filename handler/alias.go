@@ -14,7 +14,7 @@ const (
 
 // reserved are first path segments the shortener serves itself; an alias
 // may not shadow them, in any letter case.
-var reserved = []string{"api", "healthz", "readyz", "metrics", "openapi.json", "favicon.ico", "robots.txt"}
+var reserved = []string{"api", "healthz", "readyz", "metrics", "openapi.json", "favicon.ico", "robots.txt", "trending"}
 
 // ValidateAlias checks a custom code: 3 to 64 letters, digits, '-' or '_',
 // case-sensitive, and not a reserved path.

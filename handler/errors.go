@@ -124,7 +124,7 @@ func (h *Handler) handleError(err error, c echo.Context) {
 	body.Error.Code, body.Error.Message = out.Code, out.Message
 	if c.Request().Method == http.MethodHead {
 		err = c.NoContent(out.Status)
-	} else if h.site != nil && wantsHTML(c.Request()) {
+	} else if h.site != nil && h.htmlError(c) {
 		err = h.errorPage(c, out) // a browser gets a page (web.go)
 	} else {
 		err = c.JSON(out.Status, body)

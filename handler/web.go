@@ -136,7 +136,6 @@ func pageHeaders(hd http.Header, cache string) {
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("Cache-Control", cache)
-	hd.Add("Vary", "Accept")
 }
 
 // static serves an embedded asset. Pages link to it with its content hash
@@ -169,14 +168,17 @@ type pageError struct {
 	Detail   string
 }
 
-// wantsHTML reports whether an error answer should be a page rather than
+// htmlError reports whether an error answer should be a page rather than
 // JSON: the client is a browser (it accepts text/html) and the path is not
-// the API's or a machine's endpoint.
-func wantsHTML(r *http.Request) bool {
+// the API's or a machine's endpoint. Where the answer depends on Accept it
+// says so (Vary), so no cache hands a browser's page to an API client.
+func (h *Handler) htmlError(c echo.Context) bool {
+	r := c.Request()
 	p := r.URL.Path
 	if strings.HasPrefix(p, "/api/") || p == "/healthz" || p == "/readyz" || p == "/metrics" || p == "/openapi.json" {
 		return false
 	}
+	c.Response().Header().Add("Vary", "Accept")
 	return acceptsHTML(r.Header.Get("Accept"))
 }
 

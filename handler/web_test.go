@@ -183,6 +183,9 @@ func TestErrorPages(t *testing.T) {
 		if api.Code != tc.status || !strings.HasPrefix(api.Header().Get("Content-Type"), "application/json") {
 			t.Errorf("GET %s as an API client: %d %s, want %d JSON", tc.path, api.Code, api.Header().Get("Content-Type"), tc.status)
 		}
+		if rec.Header().Get("Vary") != "Accept" || api.Header().Get("Vary") != "Accept" {
+			t.Errorf("GET %s: Vary %q (page), %q (JSON); want Accept on both", tc.path, rec.Header().Get("Vary"), api.Header().Get("Vary"))
+		}
 	}
 	if rec := browse(h, http.MethodGet, "/api/v1/links/nope1", nil); !strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
 		t.Errorf("the API answered a browser with %s, want JSON", rec.Header().Get("Content-Type"))

@@ -76,15 +76,15 @@ func newChart(points []point, interval string) chartSVG {
 	return ch
 }
 
-// niceCeil rounds n up to 1, 2 or 5 times a power of ten (at least 4), so
-// the grid lines fall on round numbers.
+// niceCeil rounds n up to four times 1, 2 or 5 times a power of ten (4,
+// 8, 20, 40, 80, 200, …), so the four grid steps fall on round numbers.
 func niceCeil(n int64) int64 {
 	if n <= 4 {
 		return 4
 	}
 	for p := int64(1); ; p *= 10 {
 		for _, m := range []int64{1, 2, 5} {
-			if m*p*4 >= n && (m*p*4)%4 == 0 {
+			if m*p*4 >= n {
 				return m * p * 4
 			}
 		}

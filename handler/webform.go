@@ -183,6 +183,9 @@ func (h *Handler) formRequest(c echo.Context, f shortenForm, errs map[string]str
 		errs[""] = "creating links needs an API key: enter yours on a link's stats page first"
 		status = http.StatusUnauthorized
 	}
+	if key != "" {
+		key = scopedKey(caller, c.RealIP(), key) // as the API stores it
+	}
 	return req, key, caller.Owner, status
 }
 

@@ -90,7 +90,8 @@ type statsPage struct {
 	NeedKey  bool   // no key kept, or it was refused: show the key form
 	KeyError string // why the key was refused
 	HasKey   bool
-	NotYours bool // the key kept does not manage this link
+	NotYours bool   // the key kept does not manage this link
+	Interval string // "hour" (the last 48 hours) or "day" (the last 30 days)
 	Stats    *statsView
 	Note     string // why there are no stats to show
 }
@@ -127,7 +128,14 @@ func (h *Handler) statsPage(c echo.Context) error {
 	if !plausibleCode(code) {
 		return shortener.ErrNotFound
 	}
-	p := statsPage{Title: "Stats of " + code, Code: code}
+	p := statsPage{Title: "Stats of " + code, Code: code, Interval: c.QueryParam("interval")}
+	switch p.Interval {
+	case "":
+		p.Interval = "hour"
+	case "hour", "day":
+	default:
+		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "interval must be hour or day"}
+	}
 	p.HasKey = keyCookie(c) != ""
 	caller, err := h.cookieCaller(c)
 	switch {
@@ -150,12 +158,12 @@ func (h *Handler) statsPage(c echo.Context) error {
 	}
 	v := h.view(l)
 	p.Link = &v
-	p.Stats, p.Note = h.linkStats(c, l)
+	p.Stats, p.Note = h.linkStats(c, l, p.Interval)
 	return h.render(c, http.StatusOK, "stats", pagePrivate, p)
 }
 
 // linkStats reads a link's clicks for the stats page.
-func (h *Handler) linkStats(c echo.Context, l shortener.Link) (*statsView, string) {
+func (h *Handler) linkStats(c echo.Context, l shortener.Link, interval string) (*statsView, string) {
 	return nil, "Click statistics are not available yet on this server."
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -200,7 +201,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.dur(&c.TrendingRefresh, "trending-refresh", "SHORTENER_TRENDING_REFRESH", time.Second, "how often trending answers are recomputed (the 5m window read from Redis)")
 	e.int(&c.TrendingTopK, "trending-topk", "SHORTENER_TRENDING_TOPK", 1_000, "counters of each local top-K used while Redis is out (one per window bucket)")
 	e.int(&c.TrendingMaxQueued, "trending-max-queued", "SHORTENER_TRENDING_MAX_QUEUED", 1_000_000, "link-minutes counted during a Redis outage kept for the merge-back; more are dropped from it")
-	e.str(&c.TrendingSpool, "trending-spool", "SHORTENER_TRENDING_SPOOL", "", "file keeping the clicks counted during a Redis outage until they are merged back, so a restart does not lose them (empty: memory only)")
+	e.str(&c.TrendingSpool, "trending-spool", "SHORTENER_TRENDING_SPOOL", "", "file keeping the clicks counted during a Redis outage until they are merged back, so a restart does not lose them (default: trending.spool in the clicks directory; \"-\": memory only)")
 	e.boolean(&c.Clicks, "clicks", "SHORTENER_CLICKS", true, "count clicks: journal each redirect on local disk and ship the journal to MySQL")
 	e.str(&c.ClicksDir, "clicks-dir", "SHORTENER_CLICKS_DIR", "clicks", "directory of this instance's click journal (relative to the working directory); one instance per directory, on a volume that outlives the process")
 	e.int(&c.ClicksMaxBytes, "clicks-max-bytes", "SHORTENER_CLICKS_MAX_BYTES", 1<<30, "bound of the click journal on disk; past it (MySQL down long enough) new clicks are dropped and counted")
@@ -229,6 +230,14 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 		}
 	}
 	c.SelfHosts, c.DenyHosts = splitList(selfHosts), splitList(denyHosts)
+	// The trending spool lives beside the click journal: the same volume
+	// that must outlive the process, one instance per directory.
+	switch c.TrendingSpool {
+	case "":
+		c.TrendingSpool = filepath.Join(c.ClicksDir, "trending.spool")
+	case "-":
+		c.TrendingSpool = ""
+	}
 	if len(c.CodeKey) < idgen.MinKeyLen {
 		errs = append(errs, fmt.Errorf("code key must be at least %d bytes", idgen.MinKeyLen))
 	}

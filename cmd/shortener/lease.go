@@ -10,6 +10,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"shortener/idgen"
 	"shortener/store"
 )
@@ -31,14 +33,30 @@ type nodeLease struct {
 	ttl    time.Duration
 	now    func() time.Time // injectable, for tests of a clock that is behind
 	log    *slog.Logger
+
+	renewals *prometheus.CounterVec // by result: ok, error, lost
+	node     prometheus.Gauge       // the node ID held, -1 before the claim
 }
 
-func newNodeLease(st *store.Store, nodeID int64, auto bool, instance string, ttl time.Duration, now func() time.Time, log *slog.Logger) *nodeLease {
+func newNodeLease(st *store.Store, nodeID int64, auto bool, instance string, ttl time.Duration, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) *nodeLease {
 	host, _ := os.Hostname()
 	var b [4]byte
 	rand.Read(b[:]) //nolint:errcheck // never fails
+	renewals := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "shortener_node_lease_renewals_total",
+		Help: "Renewals of this instance's node ID lease in MySQL, by result: ok, error (MySQL unreachable; the lease runs out after its TTL), lost (another instance took it: this one stops).",
+	}, []string{"result"})
+	for _, r := range []string{"ok", "error", "lost"} {
+		renewals.WithLabelValues(r)
+	}
+	node := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "shortener_node_id",
+		Help: "The Snowflake node ID this instance holds (-1 before it has claimed one).",
+	})
+	node.Set(-1)
+	reg.MustRegister(renewals, node)
 	return &nodeLease{
-		st: st, nodeID: nodeID, auto: auto, ttl: ttl, now: now, log: log,
+		st: st, nodeID: nodeID, auto: auto, ttl: ttl, now: now, log: log, renewals: renewals, node: node,
 		owner: fmt.Sprintf("%s@%s pid %d %s", instance, host, os.Getpid(), hex.EncodeToString(b[:])),
 	}
 }
@@ -91,6 +109,7 @@ func (l *nodeLease) claim(ctx context.Context) error {
 		}
 	}
 	l.log.Info("node ID claimed", "node_id", l.nodeID, "auto", l.auto, "owner", l.owner, "reserved", reserved)
+	l.node.Set(float64(l.nodeID))
 
 	behind := reserved.Sub(l.now())
 	if behind < 0 {
@@ -126,9 +145,13 @@ func (l *nodeLease) keep(ctx context.Context, ids *idgen.Generator) error {
 		}
 		err := l.st.RenewNode(ctx, l.nodeID, l.owner, l.ttl, ids.Horizon(l.now()).Add(2*every))
 		switch {
+		case err == nil:
+			l.renewals.WithLabelValues("ok").Inc()
 		case errors.Is(err, store.ErrNodeLost):
+			l.renewals.WithLabelValues("lost").Inc()
 			return fmt.Errorf("node ID %d: lease lost to another instance; stopping", l.nodeID)
-		case err != nil:
+		default:
+			l.renewals.WithLabelValues("error").Inc()
 			l.log.Warn("renew node ID lease", "node_id", l.nodeID, "err", err)
 		}
 	}

@@ -97,7 +97,7 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	if err := waitMigrate(ctx, st, cfg.MigrateTimeout, log); err != nil {
 		return err
 	}
-	lease := newNodeLease(st, cfg.NodeID, cfg.AutoNodeID, cfg.Instance, cfg.NodeLeaseTTL, now, log)
+	lease := newNodeLease(st, cfg.NodeID, cfg.AutoNodeID, cfg.Instance, cfg.NodeLeaseTTL, now, log, reg)
 	if err := lease.claim(ctx); err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
-	srv := newServer(ln, h, cfg.IdleTimeout, log)
+	srv := newServer(ln, newHTTPMetrics(reg).wrap(h), cfg.IdleTimeout, log)
 	log.Info("listening", "addr", ln.Addr().String())
 
 	select {

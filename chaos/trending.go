@@ -1,0 +1,217 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Trending is the account of the trending ranking: while the load runs it
+// asks GET /api/v1/trending?window=5m&limit=10 through the target every
+// trendingEvery, timing each answer, and then compares each answer's top
+// 10 with the truth by Jaccard similarity, during the fault and at the end
+// of the recovery, as DESIGN.md's failure table asks (Jaccard@10 >= 0.9).
+//
+// The truth is the top 10 of this run's redirects received per link: the
+// clicks account checks that MySQL stores exactly those per code, so it is
+// MySQL's truth whenever that check holds. The load draws the same Zipf
+// popularity over the same links in every scenario, so the 5m window
+// (which may reach into the scenario before) has the same top 10.
+//
+// Keep it last in Accounts(): its clock starts when Open returns, and the
+// load starts right after the last account opened.
+type Trending struct{}
+
+// trendingEvery is how often the ranking is asked: often enough for a
+// p99, far below the load's rate.
+const trendingEvery = 100 * time.Millisecond
+
+// trendingAnswer is one answer of GET /api/v1/trending, as the account
+// keeps it.
+type trendingAnswer struct {
+	at      time.Duration // from the start of the load
+	latency time.Duration
+	status  int
+	source  string
+	codes   []string
+}
+
+// Open starts asking for the ranking.
+func (Trending) Open(ctx context.Context, env *Env) (Settle, error) {
+	var (
+		mu      sync.Mutex
+		answers []trendingAnswer
+	)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		t := time.NewTicker(trendingEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			a := askTrending(ctx, env)
+			a.at = time.Since(start)
+			mu.Lock()
+			answers = append(answers, a)
+			mu.Unlock()
+		}
+	}()
+	return func(_ context.Context, run *Run) (Entry, error) {
+		close(stop)
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return trendingEntry(run, env.Links, answers), nil
+	}, nil
+}
+
+// askTrending sends one request, as a client would, and times it.
+func askTrending(ctx context.Context, env *Env) trendingAnswer {
+	ctx, cancel := context.WithTimeout(ctx, env.Config.Timeout)
+	defer cancel()
+	began := time.Now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, env.Target.BaseURL+"/api/v1/trending?window=5m&limit=10", nil)
+	if err != nil {
+		return trendingAnswer{latency: time.Since(began)}
+	}
+	resp, err := env.Client.Do(req)
+	if err != nil {
+		return trendingAnswer{latency: time.Since(began)}
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Source string `json:"source"`
+		Links  []struct {
+			Code string `json:"code"`
+		} `json:"links"`
+	}
+	derr := json.NewDecoder(resp.Body).Decode(&body)
+	a := trendingAnswer{latency: time.Since(began), status: resp.StatusCode, source: body.Source}
+	if derr != nil {
+		a.status = 0
+	}
+	for _, l := range body.Links {
+		a.codes = append(a.codes, l.Code)
+	}
+	return a
+}
+
+// trendingEntry judges the answers against the truth.
+func trendingEntry(run *Run, links []Link, answers []trendingAnswer) Entry {
+	e := Entry{Account: "trending"}
+	served := make([]int64, len(links))
+	for _, r := range run.Results {
+		if r.Kind == Redirect && r.Link >= 0 && r.Link < len(links) && r.Status >= 300 && r.Status < 400 && !r.WrongLocation {
+			served[r.Link]++
+		}
+	}
+	idx := make([]int, len(links))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		if served[idx[a]] != served[idx[b]] {
+			return served[idx[a]] > served[idx[b]]
+		}
+		return links[idx[a]].Code < links[idx[b]].Code
+	})
+	var truth []string
+	for _, i := range idx[:min(10, len(idx))] {
+		truth = append(truth, links[i].Code)
+	}
+
+	fault := run.Fault()
+	// "After recovery": the second half of the recovery phase, when
+	// every breaker has had time to close and the merge-back to land.
+	rec := run.Phases[3]
+	after := Window{From: rec.From + (rec.To-rec.From)/2, To: rec.To}
+	var (
+		jFault, jAfter     []float64
+		latFault, latAll   []time.Duration
+		failed, local, all int
+	)
+	for _, a := range answers {
+		all++
+		latAll = append(latAll, a.latency)
+		ok := a.status == http.StatusOK
+		if !ok {
+			failed++
+		}
+		if a.source == "local" {
+			local++
+		}
+		switch {
+		case fault.contains(a.at):
+			latFault = append(latFault, a.latency)
+			if ok {
+				jFault = append(jFault, jaccard(a.codes, truth))
+			}
+		case after.contains(a.at) && ok:
+			jAfter = append(jAfter, jaccard(a.codes, truth))
+		}
+	}
+	meanOf := func(js []float64) (float64, string) {
+		if len(js) == 0 {
+			return 0, "no answers"
+		}
+		var s float64
+		for _, j := range js {
+			s += j
+		}
+		m := s / float64(len(js))
+		return m, fmt.Sprintf("%.3f (%d answers)", m, len(js))
+	}
+	mFault, sFault := meanOf(jFault)
+	mAfter, sAfter := meanOf(jAfter)
+	lf := Summarise(latFault)
+	la := Summarise(latAll)
+	e.Figures = []Figure{
+		{Label: "trending answers (GET /api/v1/trending?window=5m&limit=10 every 100 ms)", Value: fmt.Sprintf("%d, %d failed, %d from the local top-K", all, failed, local)},
+		{Label: "truth: top 10 of the redirects received (MySQL's counts)", Value: fmt.Sprint(truth)},
+		{Label: "trending Jaccard@10 during the fault", Value: sFault, Column: "trending J@10 fault"},
+		{Label: "trending Jaccard@10 after recovery", Value: sAfter, Column: "trending J@10 after"},
+		{Label: "trending p99 / max during the fault", Value: fmt.Sprintf("%s / %s", ms(lf.P99), ms(lf.Max)), Column: "trending p99 fault"},
+		{Label: "trending p99 / max over the run", Value: fmt.Sprintf("%s / %s", ms(la.P99), ms(la.Max))},
+	}
+	e.Checks = []Check{
+		{ID: "trending.quality", What: "trending's top 10 against the truth (Jaccard), during the fault and after recovery",
+			Want: ">= 0.9 and >= 0.9", Got: sFault + " and " + sAfter, OK: len(jFault) > 0 && len(jAfter) > 0 && mFault >= 0.9 && mAfter >= 0.9},
+		{ID: "trending.failed", What: "trending answers that were not 200", Want: "0", Got: fmt.Sprint(failed), OK: failed == 0},
+		{ID: "trending.latency", What: "p99 of GET /api/v1/trending during the fault", Want: "< 10 ms",
+			Got: ms(lf.P99), OK: lf.N > 0 && lf.P99 < 10*time.Millisecond, Timing: true},
+	}
+	return e
+}
+
+// jaccard is |a ∩ b| / |a ∪ b|; 1 for two empty sets.
+func jaccard(a, b []string) float64 {
+	set := map[string]int{}
+	for _, k := range a {
+		set[k] |= 1
+	}
+	for _, k := range b {
+		set[k] |= 2
+	}
+	if len(set) == 0 {
+		return 1
+	}
+	both := 0
+	for _, v := range set {
+		if v == 3 {
+			both++
+		}
+	}
+	return float64(both) / float64(len(set))
+}

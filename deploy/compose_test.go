@@ -1,0 +1,94 @@
+package deploy
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/cli"
+)
+
+// composeEnv is what compose.yaml needs from its environment.
+var composeEnv = []string{"SHORTENER_DB_PASSWORD=pw", "SHORTENER_CODE_KEY=0123456789abcdef"}
+
+// TestComposeFile loads compose.yaml with compose-go, the Compose
+// Specification's reference loader, and checks what the stack relies on.
+func TestComposeFile(t *testing.T) {
+	opts, err := cli.NewProjectOptions([]string{"compose.yaml"}, cli.WithName("shortener"), cli.WithEnv(composeEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := opts.LoadProject(context.Background())
+	if err != nil {
+		t.Fatalf("compose-go: %v", err)
+	}
+	want := []string{"app1", "app2", "mariadb", "nginx", "redis-1", "redis-2", "redis-3", "sentinel-1", "sentinel-2", "sentinel-3"}
+	if got := strings.Join(p.ServiceNames(), ","); got != strings.Join(want, ",") {
+		t.Errorf("services %s, want %s", got, strings.Join(want, ","))
+	}
+	for name, s := range p.Services {
+		if s.HealthCheck == nil || len(s.HealthCheck.Test) == 0 {
+			t.Errorf("%s has no healthcheck", name)
+		}
+		for _, port := range s.Ports {
+			if port.HostIP != "127.0.0.1" {
+				t.Errorf("%s publishes %d on %q: only 127.0.0.1", name, port.Target, port.HostIP)
+			}
+		}
+	}
+	for _, app := range []string{"app1", "app2"} {
+		s := p.Services[app]
+		if v := s.Environment["SHORTENER_NODE_ID"]; v == nil || *v != "auto" {
+			t.Errorf("%s: SHORTENER_NODE_ID %v, want auto", app, v)
+		}
+		if len(s.Volumes) == 0 || s.Volumes[0].Target != "/var/lib/shortener" {
+			t.Errorf("%s: no volume for its click journal", app)
+		}
+	}
+	if len(p.Services["mariadb"].Volumes) == 0 {
+		t.Error("mariadb keeps its data in no volume")
+	}
+	// Without the secrets it refuses to load, rather than start with blanks.
+	opts, _ = cli.NewProjectOptions([]string{"compose.yaml"}, cli.WithName("shortener"), cli.WithEnv(nil))
+	if _, err := opts.LoadProject(context.Background()); err == nil || !strings.Contains(err.Error(), "SHORTENER_DB_PASSWORD") {
+		t.Errorf("compose.yaml without secrets: got %v, want an error naming SHORTENER_DB_PASSWORD", err)
+	}
+}
+
+// TestComposeConfigDocker runs `docker-compose config -q`, the tool that
+// brings the stack up, on the file.
+func TestComposeConfigDocker(t *testing.T) {
+	requireTool(t, "docker-compose", "docker-compose")
+	cmd := exec.Command("docker-compose", "-p", "shortener", "-f", "compose.yaml", "config", "-q")
+	cmd.Env = append(os.Environ(), composeEnv...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("docker-compose config -q: %v\n%s", err, out)
+	}
+}
+
+// TestAlertRules runs `promtool check rules` (Debian's prometheus package)
+// on the alert rules.
+func TestAlertRules(t *testing.T) {
+	requireTool(t, "promtool", "prometheus")
+	out, err := exec.Command("promtool", "check", "rules", "prometheus/alerts.yaml").CombinedOutput()
+	if err != nil {
+		t.Fatalf("promtool check rules: %v\n%s", err, out)
+	}
+	t.Logf("%s", strings.TrimSpace(string(out)))
+}
+
+// requireTool skips without the program, or fails under
+// SHORTENER_INTEGRATION=1 (make test, CI).
+func requireTool(tb testing.TB, program, pkg string) {
+	tb.Helper()
+	if _, err := exec.LookPath(program); err == nil {
+		return
+	}
+	msg := program + " is not installed: apt-get install " + pkg + " (as .ci/run does)"
+	if os.Getenv("SHORTENER_INTEGRATION") == "1" {
+		tb.Fatal(msg)
+	}
+	tb.Skip(msg)
+}
