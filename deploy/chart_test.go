@@ -216,8 +216,9 @@ func checkApp(t *testing.T, d *appsv1.Deployment, hpa *autoscalingv2.HorizontalP
 	// preStop, then the drain and the shutdown must end before SIGKILL.
 	drain, err1 := time.ParseDuration(env["SHORTENER_DRAIN_TIMEOUT"].Value)
 	shutdown, err2 := time.ParseDuration(env["SHORTENER_SHUTDOWN_TIMEOUT"].Value)
-	if err1 != nil || err2 != nil {
-		t.Fatalf("drain %v, shutdown %v", err1, err2)
+	clicks, err3 := time.ParseDuration(env["SHORTENER_CLICKS_DRAIN_TIMEOUT"].Value)
+	if err1 != nil || err2 != nil || err3 != nil {
+		t.Fatalf("drain %v, shutdown %v, clicks drain %v", err1, err2, err3)
 	}
 	var preStop time.Duration
 	if h := c.Lifecycle; h == nil || h.PreStop == nil || h.PreStop.Sleep == nil {
@@ -226,8 +227,8 @@ func checkApp(t *testing.T, d *appsv1.Deployment, hpa *autoscalingv2.HorizontalP
 		preStop = time.Duration(h.PreStop.Sleep.Seconds) * time.Second
 	}
 	grace := time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
-	if need := preStop + drain + shutdown; grace < need {
-		t.Errorf("terminationGracePeriodSeconds %s < preStop %s + drain %s + shutdown %s", grace, preStop, drain, shutdown)
+	if need := preStop + drain + shutdown + clicks; grace < need {
+		t.Errorf("terminationGracePeriodSeconds %s < preStop %s + drain %s + shutdown %s + clicks drain %s", grace, preStop, drain, shutdown, clicks)
 	}
 	// A fixed node ID is the same in every pod: more than one pod needs auto.
 	most := int32(1)
@@ -266,6 +267,7 @@ func TestChartRejectsBadValues(t *testing.T) {
 		{"secret in env", map[string]any{"app": map[string]any{"env": map[string]any{"SHORTENER_CODE_KEY": "hunter2hunter2hunter2"}}}},
 		{"unknown value", map[string]any{"app": map[string]any{"replica": 3}}},
 		{"bad duration", map[string]any{"app": map[string]any{"drainTimeout": "5 seconds"}}},
+		{"drain set behind the chart's back", map[string]any{"app": map[string]any{"env": map[string]any{"SHORTENER_DRAIN_TIMEOUT": "60s"}}}},
 		{"external MySQL without a Secret", map[string]any{"mysql": map[string]any{"deploy": false}}},
 		{"external Redis without sentinels", map[string]any{"redis": map[string]any{"deploy": false}}},
 		{"bad pull policy", map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}},
