@@ -420,3 +420,43 @@ func TestWriteBreakerRecoversWithoutEvents(t *testing.T) {
 		t.Fatalf("a Sentinel event (%v) closed the breaker; this test wants the probes to", got)
 	}
 }
+
+// TestAddMany warms Redis in bulk: every link but the expired one lands,
+// in more than one pipeline, and lookups then find them on a replica
+// without asking the origin.
+func TestAddMany(t *testing.T) {
+	c, origin, _ := newTestCache(t, testConfig())
+	ctx := context.Background()
+	links := make([]shortener.Link, 0, addBatch+5)
+	for i := range addBatch + 4 {
+		code := fmt.Sprintf("bulk%d", i)
+		links = append(links, shortener.Link{Code: code, URL: "https://example.com/" + code, Redirect: 302})
+	}
+	links = append(links, shortener.Link{Code: "expired", URL: "https://example.com/", ExpiresAt: time.Now().Add(-time.Hour)})
+	if got := c.AddMany(ctx, links); got != addBatch+4 {
+		t.Fatalf("AddMany took %d, want %d", got, addBatch+4)
+	}
+	if got := count(c.m.fills, "skipped"); got != 1 {
+		t.Errorf("skipped fills = %v, want 1 (the expired link)", got)
+	}
+	// Poll until the replica has the last one: replication is asynchronous.
+	deadline := time.Now().Add(10 * time.Second)
+	for _, code := range []string{"bulk0", fmt.Sprintf("bulk%d", addBatch+3)} {
+		for {
+			l, res := c.fromRedis(ctx, code)
+			if res == resultHit {
+				if l.URL != "https://example.com/"+code || l.Redirect != 302 {
+					t.Errorf("%s from Redis: got %+v", code, l)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never reached a replica (last: %s)", code, res)
+			}
+			time.Sleep(20 * time.Millisecond) // paces the loop; the exit is the lookup
+		}
+	}
+	if got := origin.calls.Load(); got != 0 {
+		t.Errorf("origin calls = %d, want 0", got)
+	}
+}

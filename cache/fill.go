@@ -130,10 +130,7 @@ func (c *Cache) writeFill(ctx context.Context, f fill) {
 		c.m.fills.WithLabelValues("skipped").Inc()
 		return
 	}
-	ttl := c.cfg.TTL
-	if !l.ExpiresAt.IsZero() {
-		ttl = min(ttl, l.ExpiresAt.Sub(now))
-	}
+	ttl := c.redisTTL(l, now)
 	if !c.write.breaker.IsClosed() || !c.write.allow() {
 		c.m.fills.WithLabelValues("skipped").Inc()
 		return

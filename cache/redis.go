@@ -131,6 +131,19 @@ func (c *Cache) lookupRedis(ctx context.Context, code string) (shortener.Link, s
 	return l, resultHit
 }
 
+// setLinks writes links to the master in one pipeline, each for ttl(l).
+func (n *node) setLinks(ctx context.Context, links []shortener.Link, ttl func(shortener.Link) time.Duration) error {
+	_, err := run(ctx, n, func(ctx context.Context, r *redis.Client) ([]redis.Cmder, error) {
+		return r.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, l := range links {
+				p.Set(ctx, key(l.Code), encode(l), ttl(l))
+			}
+			return nil
+		})
+	})
+	return err
+}
+
 // setLink writes l to the master for ttl.
 func (n *node) setLink(ctx context.Context, l shortener.Link, ttl time.Duration) error {
 	_, err := run(ctx, n, func(ctx context.Context, r *redis.Client) (string, error) {

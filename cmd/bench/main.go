@@ -109,8 +109,10 @@ type env struct {
 	settle  time.Duration
 	round   int
 	warm    bool // Redis holds every bench link (this round)
-	rep     *report
-	out     io.Writer
+	// minimalNginxPid is the master of the minimal servers' nginx.
+	minimalNginxPid int
+	rep             *report
+	out             io.Writer
 }
 
 func (e *env) logf(format string, args ...any) { fmt.Fprintf(e.out, format+"\n", args...) }
@@ -204,6 +206,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	e := &env{
 		stack: s, store: st, redis: tier, wrk: w, proc: proc, apiKey: strings.TrimSpace(string(key)),
 		runID: started.UTC().Format("20060102T150405"), links: o.links, settle: o.settle, rep: rep, out: stdout,
+		minimalNginxPid: m.nginx.Process.Pid,
 		targets: map[string]string{
 			targetNginx: s.BaseURL(), targetApp: "http://" + s.Apps()[0].Addr(),
 			targetMinimalNginx: m.url(), targetMinimal: m.directURL(),
@@ -245,8 +248,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return fmt.Errorf("round %d, %s: %w", e.round+1, r.name, err)
 			}
 			rep.Rows[i].Runs = append(rep.Rows[i].Runs, m)
-			e.logf("  %-30s %8.0f req/s  p50 %6.2f ms  p99 %7.2f ms  errors %d  4xx/5xx %d  load1 %.1f",
-				r.name, m.RPS, m.P50ms, m.P99ms, m.Errors, m.BadStatus, m.Load1)
+			e.logf("  %-30s %8.0f req/s  p50 %6.2f ms  p99 %7.2f ms  cpu %6.1f µs/req  errors %d  4xx/5xx %d  load1 %.1f",
+				r.name, m.RPS, m.P50ms, m.P99ms, m.CPUus, m.Errors, m.BadStatus, m.Load1)
 		}
 	}
 	if o.ramp > 0 && (o.only == "" || strings.Contains(o.only, "workingset/")) {
@@ -274,9 +277,14 @@ func (e *env) runRow(ctx context.Context, r row) (measure, error) {
 	if r.codes != "" {
 		args = []string{"get", e.codes[r.codes], strconv.Itoa(e.round * 104729)}
 	}
+	pids := e.servers(r.target)
+	cpu0 := cpuSeconds(e.proc, pids)
 	m, err := e.wrk.run(ctx, e.targets[r.target], 0, args...)
 	if err != nil {
 		return measure{}, err
+	}
+	if good := m.Requests - m.BadStatus; good > 0 {
+		m.CPUus = (cpuSeconds(e.proc, pids) - cpu0) / float64(good) * 1e6
 	}
 	m.Load1 = e.load1()
 	if r.after != nil {

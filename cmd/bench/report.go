@@ -23,6 +23,11 @@ type measure struct {
 	P50ms     float64 `json:"p50_ms"`
 	P99ms     float64 `json:"p99_ms"`
 	MaxMs     float64 `json:"max_ms"`
+	// CPUus is the CPU time the serving processes spent per answered
+	// request, in microseconds (nginx's workers, the apps or the minimal
+	// servers; not wrk). Unlike requests/s it barely moves when other work
+	// crowds the machine, so it is the steadier reading of the ratios.
+	CPUus float64 `json:"cpu_us_per_request"`
 	// Load1 is the machine's one-minute load average when the run ended:
 	// the other work on the machine, which the numbers share it with.
 	Load1 float64 `json:"load1"`
@@ -50,6 +55,9 @@ type ratioResult struct {
 	// shared machine moves one round's pair, not the headline.
 	PerRound []float64 `json:"per_round"`
 	Value    float64   `json:"value"`
+	// CPU is the same reading by CPU time per request: den's over num's
+	// (the minimal server's cost over the app's), median of the rounds.
+	CPU float64 `json:"cpu"`
 }
 
 // memSample is an app's resident memory at a point of the run.
@@ -105,6 +113,7 @@ func (r *report) summarise() {
 			P50ms: medianOf(row.Runs, func(m measure) float64 { return m.P50ms }),
 			P99ms: medianOf(row.Runs, func(m measure) float64 { return m.P99ms }),
 			MaxMs: medianOf(row.Runs, func(m measure) float64 { return m.MaxMs }),
+			CPUus: medianOf(row.Runs, func(m measure) float64 { return m.CPUus }),
 			Load1: medianOf(row.Runs, func(m measure) float64 { return m.Load1 }),
 		}
 		for _, run := range row.Runs {
@@ -123,12 +132,16 @@ func (r *report) summarise() {
 			q.Value = 0
 			continue
 		}
+		var cpu []float64
 		for j := 0; j < len(num.Runs) && j < len(den.Runs); j++ {
 			if den.Runs[j].RPS > 0 {
 				q.PerRound = append(q.PerRound, num.Runs[j].RPS/den.Runs[j].RPS)
 			}
+			if num.Runs[j].CPUus > 0 {
+				cpu = append(cpu, den.Runs[j].CPUus/num.Runs[j].CPUus)
+			}
 		}
-		q.Value = median(q.PerRound)
+		q.Value, q.CPU = median(q.PerRound), median(cpu)
 	}
 }
 
@@ -162,13 +175,13 @@ func (r *report) writeMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "Written by `make bench` (cmd/bench); the same figures are in `bench.json`. %d round(s), medians; took %s.\n\n",
 		rounds(r.Rows), r.Took)
 	if len(r.Ratios) > 0 || hasFloor(r.Rows) {
-		b.WriteString("## Targets\n\n| target | value | minimum | per round | |\n|---|---:|---:|---|---|\n")
+		b.WriteString("## Targets\n\n| target | value | minimum | per round | | by CPU per request |\n|---|---:|---:|---|---|---:|\n")
 		for _, q := range r.Ratios {
 			per := make([]string, len(q.PerRound))
 			for i, v := range q.PerRound {
 				per[i] = fmt.Sprintf("%.2f", v)
 			}
-			fmt.Fprintf(&b, "| %s (`%s` / `%s`) | %.2f | %.2f | %s | %s |\n", q.Name, q.Num, q.Den, q.Value, q.Min, strings.Join(per, ", "), verdict(q.Value, q.Min))
+			fmt.Fprintf(&b, "| %s (`%s` / `%s`) | %.2f | %.2f | %s | %s | %.2f |\n", q.Name, q.Num, q.Den, q.Value, q.Min, strings.Join(per, ", "), verdict(q.Value, q.Min), q.CPU)
 		}
 		for _, row := range r.Rows {
 			if row.Floor > 0 {
@@ -176,20 +189,20 @@ func (r *report) writeMarkdown(w io.Writer) error {
 				for i, m := range row.Runs {
 					per[i] = fmt.Sprintf("%.0f", m.RPS)
 				}
-				fmt.Fprintf(&b, "| `%s` requests/s | %.0f | %.0f | %s | %s |\n", row.Name, row.Median.RPS, row.Floor, strings.Join(per, ", "), verdict(row.Median.RPS, row.Floor))
+				fmt.Fprintf(&b, "| `%s` requests/s | %.0f | %.0f | %s | %s | |\n", row.Name, row.Median.RPS, row.Floor, strings.Join(per, ", "), verdict(row.Median.RPS, row.Floor))
 			}
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("## Rows\n\n| row | what | requests/s (median) | per round | p50 ms | p99 ms | errors | 4xx/5xx | load1 |\n|---|---|---:|---|---:|---:|---:|---:|---:|\n")
+	b.WriteString("## Rows\n\n| row | what | requests/s (median) | per round | p50 ms | p99 ms | server CPU µs/request | errors | 4xx/5xx | load1 |\n|---|---|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, row := range r.Rows {
 		per := make([]string, len(row.Runs))
 		for i, m := range row.Runs {
 			per[i] = fmt.Sprintf("%.0f", m.RPS)
 		}
 		m := row.Median
-		fmt.Fprintf(&b, "| `%s` | %s | %.0f | %s | %.2f | %.2f | %d | %d | %.1f |\n",
-			row.Name, row.What, m.RPS, strings.Join(per, ", "), m.P50ms, m.P99ms, m.Errors, m.BadStatus, m.Load1)
+		fmt.Fprintf(&b, "| `%s` | %s | %.0f | %s | %.2f | %.2f | %.1f | %d | %d | %.1f |\n",
+			row.Name, row.What, m.RPS, strings.Join(per, ", "), m.P50ms, m.P99ms, m.CPUus, m.Errors, m.BadStatus, m.Load1)
 	}
 	if len(r.Memory) > 0 {
 		b.WriteString("\n## Memory\n\n| when | app | RSS MiB |\n|---|---|---:|\n")

@@ -38,8 +38,8 @@ func TestMedian(t *testing.T) {
 func TestSummarise(t *testing.T) {
 	rep := &report{
 		Rows: []rowResult{
-			{Name: "a", Runs: []measure{{RPS: 900, P99ms: 3, Requests: 9000, BadStatus: 1}, {RPS: 500, P99ms: 1, Requests: 5000}, {RPS: 800, P99ms: 2, Requests: 8000}}},
-			{Name: "b", Runs: []measure{{RPS: 1000}, {RPS: 1000}, {RPS: 400}}},
+			{Name: "a", Runs: []measure{{RPS: 900, P99ms: 3, Requests: 9000, BadStatus: 1, CPUus: 50}, {RPS: 500, P99ms: 1, Requests: 5000, CPUus: 40}, {RPS: 800, P99ms: 2, Requests: 8000, CPUus: 60}}},
+			{Name: "b", Runs: []measure{{RPS: 1000, CPUus: 40}, {RPS: 1000, CPUus: 40}, {RPS: 400, CPUus: 30}}},
 		},
 		Ratios: []ratioResult{{Name: "a/b", Num: "a", Den: "b", Min: 0.85}, {Name: "missing", Num: "a", Den: "zzz"}},
 	}
@@ -54,6 +54,9 @@ func TestSummarise(t *testing.T) {
 	}
 	if q.Value != 0.9 {
 		t.Errorf("ratio: got %v, want 0.9 (median of 0.9, 0.5, 2)", q.Value)
+	}
+	if q.CPU != 0.8 {
+		t.Errorf("CPU ratio: got %v, want 0.8 (median of 40/50, 40/40, 30/60)", q.CPU)
 	}
 	if rep.Ratios[1].Value != 0 || rep.Ratios[1].PerRound != nil {
 		t.Errorf("ratio against a row that did not run: got %+v, want zero", rep.Ratios[1])
@@ -92,8 +95,8 @@ func TestReportWriters(t *testing.T) {
 	}
 	for _, want := range []string{
 		"# make bench, 2026-12-03 17:00 UTC", "2 round(s)",
-		"| through nginx (`redirect/nginx/app` / `redirect/nginx/minimal`) | 0.86 | 0.85 | 0.85, 0.87 | met |",
-		"| `create/nginx` requests/s | 110 | 3000 | 100, 120 | **missed** |",
+		"| through nginx (`redirect/nginx/app` / `redirect/nginx/minimal`) | 0.86 | 0.85 | 0.85, 0.87 | met | 0.00 |",
+		"| `create/nginx` requests/s | 110 | 3000 | 100, 120 | **missed** | |",
 		"| start | app1 | 30.0 |", "Test CPU, 2 cores", "nginx/1.22.1", "- rounds: 2", "- shared machine",
 	} {
 		if !strings.Contains(md.String(), want) {

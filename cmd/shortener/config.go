@@ -27,6 +27,7 @@ type Config struct {
 	DrainTimeout    time.Duration
 	IdleTimeout     time.Duration
 	LogLevel        slog.Level
+	PprofAddr       string // net/http/pprof on loopback; empty: off
 
 	MySQLDSN         string
 	MySQLMaxOpen     int
@@ -207,6 +208,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.int(&c.ClicksMaxBytes, "clicks-max-bytes", "SHORTENER_CLICKS_MAX_BYTES", 1<<30, "bound of the click journal on disk; past it (MySQL down long enough) new clicks are dropped and counted")
 	e.dur(&c.ClicksSyncInterval, "clicks-sync-interval", "SHORTENER_CLICKS_SYNC_INTERVAL", time.Second, "how often the click journal is fsynced: what a machine crash (not a process crash) can lose")
 	e.dur(&c.ClicksDrainTimeout, "clicks-drain-timeout", "SHORTENER_CLICKS_DRAIN_TIMEOUT", 5*time.Second, "on shutdown, how long to ship what the journal holds (the rest ships at the next start)")
+	e.str(&c.PprofAddr, "pprof-addr", "SHORTENER_PPROF_ADDR", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6060 (empty: off)")
 	e.str(&c.AdminKey, "admin-key", "SHORTENER_ADMIN_KEY", "", "an admin API key from the configuration: manages every link")
 
 	if err := fs.Parse(args); err != nil {
@@ -215,6 +217,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	errs := e.errs
 	if fs.NArg() > 0 {
 		errs = append(errs, fmt.Errorf("unexpected arguments: %q", fs.Args()))
+	}
+	if err := checkPprofAddr(c.PprofAddr); err != nil {
+		errs = append(errs, err)
 	}
 	if id, auto, err := parseNodeID(nodeID); err != nil {
 		errs = append(errs, err)

@@ -53,6 +53,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"empty redis pool", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_REDIS_POOL": "0"}, nil, "redis pool must be at least 1"},
 		{"create burst 0", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_CREATE_BURST": "0"}, nil, "create burst"},
 		{"zero invalidation grace", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_INVALIDATION_GRACE": "0s"}, nil, "invalidation grace must be positive"},
+		{"pprof on the network", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_PPROF_ADDR": "0.0.0.0:6060"}, nil, "want a loopback address"},
+		{"pprof without a port", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_PPROF_ADDR": "127.0.0.1"}, nil, "pprof address"},
 		{"stray argument", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d"}, []string{"extra"}, "unexpected arguments"},
 	}
 	for _, tt := range tests {

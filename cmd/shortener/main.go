@@ -181,6 +181,11 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	}
 	srv := newServer(ln, newHTTPMetrics(reg).wrap(h), cfg.IdleTimeout, log)
 	log.Info("listening", "addr", ln.Addr().String())
+	if cfg.PprofAddr != "" {
+		pctx, stopPprof := context.WithCancel(ctx)
+		defer stopPprof()
+		go servePprof(pctx, cfg.PprofAddr, log)
+	}
 
 	select {
 	case err := <-srv.failed():
