@@ -1,4 +1,4 @@
-package deploy
+package render
 
 import (
 	"bytes"
@@ -19,14 +19,14 @@ func TestGeneratedFiles(t *testing.T) {
 	}
 	for path, want := range files {
 		if *update {
-			if err := os.WriteFile(filepath.FromSlash(path), want, 0o644); err != nil {
+			if err := os.WriteFile(filepath.FromSlash("../"+path), want, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			continue
 		}
-		got, err := os.ReadFile(filepath.FromSlash(path))
+		got, err := os.ReadFile(filepath.FromSlash("../"+path))
 		if err != nil || !bytes.Equal(got, want) {
-			t.Errorf("%s is not what the shared templates render (%v); run: cd deploy && go test -run TestGeneratedFiles -update", path, err)
+			t.Errorf("%s is not what the shared templates render (%v); run: cd deploy && go test ./render -update", path, err)
 		}
 	}
 }
