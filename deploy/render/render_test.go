@@ -24,7 +24,7 @@ func TestGeneratedFiles(t *testing.T) {
 			}
 			continue
 		}
-		got, err := os.ReadFile(filepath.FromSlash("../"+path))
+		got, err := os.ReadFile(filepath.FromSlash("../" + path))
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s is not what the shared templates render (%v); run: cd deploy && go test ./render -update", path, err)
 		}
