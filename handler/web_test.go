@@ -438,3 +438,54 @@ func TestStatsKey(t *testing.T) {
 		t.Errorf("forget: %d %+v", rec.Code, cks)
 	}
 }
+
+// TestPagesShowClicks: the preview shows the link's total, the owner's
+// stats page the chart, the referrers and the browser/bot split.
+func TestPagesShowClicks(t *testing.T) {
+	f := newFakeLinks()
+	f.links["abc"] = shortener.Link{ID: 7, Code: "abc", URL: "https://a.example/", Redirect: 302, CreatedAt: now.Add(-72 * time.Hour), Owner: HashKey("k3y")}
+	h := newPagesHandler(f)
+	rec := browse(h, http.MethodGet, "/abc+", nil)
+	if got := textOf(byID(parseHTML(t, rec.Body.String()), "clicks")); got != "not counted on this server" {
+		t.Errorf("preview without stats shows clicks %q", got)
+	}
+	st := &fakeStats{}
+	h.d.Stats = st
+	rec = browse(h, http.MethodGet, "/abc+", nil)
+	checkPage(t, rec, http.StatusOK)
+	if got := textOf(byID(parseHTML(t, rec.Body.String()), "clicks")); got != "5" {
+		t.Errorf("preview shows clicks %q, want 5", got)
+	}
+	if st.link != 7 || !st.daily || !st.from.Equal(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("preview asked for link %d daily=%v from %s", st.link, st.daily, st.from)
+	}
+	key := "Cookie"
+	for _, tc := range []struct {
+		interval string
+		daily    bool
+		bars     int
+	}{{"", false, statsHours}, {"day", true, statsDays}} {
+		rec = browse(h, http.MethodGet, "/stats/abc?interval="+tc.interval, nil, key, keyCookieName+"=k3y")
+		checkPage(t, rec, http.StatusOK)
+		doc := parseHTML(t, rec.Body.String())
+		if got := textOf(byID(doc, "total")); got != "5" {
+			t.Errorf("interval %q: total %q", tc.interval, got)
+		}
+		bars := 0
+		find(doc, func(n *html.Node) bool {
+			if n.Data == "rect" && attr(n, "class") == "bar" {
+				bars++
+			}
+			return false
+		})
+		if bars != tc.bars || st.daily != tc.daily {
+			t.Errorf("interval %q: %d bars (daily=%v), want %d", tc.interval, bars, st.daily, tc.bars)
+		}
+		body := textOf(doc)
+		for _, want := range []string{"t.co", "direct or hidden", "Browsers", "80%", "Bots", "20%"} {
+			if !strings.Contains(body, want) {
+				t.Errorf("interval %q: stats page lacks %q", tc.interval, want)
+			}
+		}
+	}
+}

@@ -76,12 +76,6 @@ func (h *Handler) preview(c echo.Context, code string) error {
 	return h.render(c, http.StatusOK, "preview", pageFresh, p)
 }
 
-// totalClicks is a link's click count for a page; when it cannot be had,
-// the page says why instead of failing.
-func (h *Handler) totalClicks(c echo.Context, l shortener.Link) (int64, bool, string) {
-	return 0, false, "not counted yet"
-}
-
 // statsPage is GET /stats/{code}.
 type statsPage struct {
 	Title    string
@@ -160,11 +154,6 @@ func (h *Handler) statsPage(c echo.Context) error {
 	p.Link = &v
 	p.Stats, p.Note = h.linkStats(c, l, p.Interval)
 	return h.render(c, http.StatusOK, "stats", pagePrivate, p)
-}
-
-// linkStats reads a link's clicks for the stats page.
-func (h *Handler) linkStats(c echo.Context, l shortener.Link, interval string) (*statsView, string) {
-	return nil, "Click statistics are not available yet on this server."
 }
 
 // saveKey answers POST /settings/key: keep the API key typed into a page

@@ -190,6 +190,11 @@ func TestBrowser(t *testing.T) {
 	bctx := newBrowser(t)
 	ctx, cancel := context.WithTimeout(bctx, browserTimeout)
 	defer cancel()
+	lap := time.Now()
+	step := func(what string) { // the test log says where the time goes
+		t.Logf("%s: %s", what, time.Since(lap).Round(time.Millisecond))
+		lap = time.Now()
+	}
 	must := func(err error, what string) {
 		t.Helper()
 		if err != nil {
@@ -244,6 +249,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("the QR code image did not load (err %v)", err)
 	}
 	shot.take(ctx, "created")
+	step("key kept, link made")
 
 	// 3. Copy the short URL with the copy button; the clipboard holds it.
 	must(chromedp.Do(ctx,
@@ -268,19 +274,24 @@ func TestBrowser(t *testing.T) {
 	if got := text("#dest-host"); !strings.HasPrefix(got, "localhost:") {
 		t.Errorf("preview shows the host as %q", got)
 	}
-	if clicksCounted {
-		deadline := time.Now().Add(30 * time.Second)
-		for text("#clicks") != "1" {
-			if time.Now().After(deadline) {
-				t.Fatalf("preview shows %q clicks after 30 s, want 1", text("#clicks"))
-			}
-			must(chromedp.Do(ctx, chromedp.Sleep(250*time.Millisecond), chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("clicks"))), "reload the preview")
+	deadline := time.Now().Add(30 * time.Second)
+	for text("#clicks") != "1" {
+		if time.Now().After(deadline) {
+			t.Fatalf("preview shows %q clicks after 30 s, want 1", text("#clicks"))
 		}
+		must(chromedp.Do(ctx, chromedp.Sleep(250*time.Millisecond), chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("clicks"))), "reload the preview")
 	}
 	shot.take(ctx, "preview")
+	step("copied, followed, click counted on the preview")
 
 	// 6. The owner's stats page: the key kept in step 1 opens it.
-	must(chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`a[href="/stats/`+code+`"]`)), chromedp.WaitVisible(chromedp.ID("stats-h"))), "open the stats page")
+	must(chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`a[href="/stats/`+code+`"]`)), chromedp.WaitVisible(chromedp.ID("total"))), "open the stats page")
+	if got := text("#total"); got != "1" {
+		t.Errorf("stats page counts %q clicks, want 1", got)
+	}
+	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg rect.bar").length`)); n != 48 {
+		t.Errorf("the chart has %d bars, want 48 (hours)", n)
+	}
 	shot.take(ctx, "stats")
 
 	// 7. Trending: the list refreshes itself from the API, in place.
@@ -295,6 +306,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("trending reloaded the page to refresh (err %v)", err)
 	}
 	shot.take(ctx, "trending")
+	step("stats page, trending refreshed")
 
 	// 8. A bad URL: the API's message next to the URL field, which gets
 	// the focus.
@@ -334,6 +346,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("unknown link: %d %q", resp.Status, text("h1"))
 	}
 	shot.take(ctx, "not-found")
+	step("bad URL, deleted and unknown links")
 
 	// 10. Without JavaScript, as another person (a browser context of its
 	// own: no key kept): the stats page asks for the key; the plain form
@@ -363,10 +376,6 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("following %s landed on %q", noJSShort, loc)
 	}
 }
-
-// clicksCounted turns on the check that the preview counts the click; it
-// needs the click journal (issue 11).
-const clicksCounted = false
 
 // createAndDelete makes a link through the API and deletes it, returning
 // its code.

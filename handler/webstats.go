@@ -1,0 +1,79 @@
+package handler
+
+import (
+	"shortener"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// Stats page ranges: hourly for the last two days, daily for the last
+// thirty.
+const (
+	statsHours = 48
+	statsDays  = 30
+)
+
+// totalClicks is a link's click count for a page; when it cannot be had,
+// the page says why instead of failing.
+func (h *Handler) totalClicks(c echo.Context, l shortener.Link) (int64, bool, string) {
+	if h.d.Stats == nil {
+		return 0, false, "not counted on this server"
+	}
+	// Daily buckets from the link's first day to today: one row per day
+	// at most, and every click of the link's life.
+	now := h.d.Now().UTC()
+	from := l.CreatedAt.UTC().Truncate(24 * time.Hour)
+	to := now.Truncate(24 * time.Hour).Add(24 * time.Hour)
+	if to.Sub(from) > maxDayBuckets*24*time.Hour {
+		from = to.Add(-maxDayBuckets * 24 * time.Hour)
+	}
+	st, err := h.d.Stats.ClickStats(c.Request().Context(), l.ID, from, to, true, 0)
+	if err != nil {
+		h.log.Warn("preview: read clicks", "code", l.Code, "err", err)
+		return 0, false, "unavailable right now"
+	}
+	return st.Total, true, ""
+}
+
+// linkStats reads a link's clicks for the stats page, by hour over the
+// last two days or by day over the last thirty.
+func (h *Handler) linkStats(c echo.Context, l shortener.Link, interval string) (*statsView, string) {
+	if h.d.Stats == nil {
+		return nil, "Click statistics are not available on this server."
+	}
+	now := h.d.Now().UTC()
+	step, n, daily := time.Hour, statsHours, false
+	if interval == "day" {
+		step, n, daily = 24*time.Hour, statsDays, true
+	}
+	to := now.Truncate(step).Add(step)
+	from := to.Add(-time.Duration(n) * step)
+	st, err := h.d.Stats.ClickStats(c.Request().Context(), l.ID, from, to, daily, topReferrers)
+	if err != nil {
+		h.log.Warn("stats page: read clicks", "code", l.Code, "err", err)
+		return nil, "The click counts cannot be read right now; try again in a moment."
+	}
+	got := make([]point, 0, len(st.Series))
+	for _, b := range st.Series {
+		got = append(got, point{At: b.Start.UTC(), Clicks: b.Clicks})
+	}
+	v := &statsView{Total: st.Total, Interval: interval, Series: fillSeries(got, from, to, step), AsOf: st.AsOf}
+	v.Chart = newChart(v.Series, interval)
+	for _, r := range st.Referrers {
+		v.Referrers = append(v.Referrers, share{Name: r.Host, Clicks: r.Clicks, Percent: percent(r.Clicks, st.Total)})
+	}
+	v.Agents = []share{
+		{Name: "Browsers", Clicks: st.Browsers, Percent: percent(st.Browsers, st.Browsers+st.Bots)},
+		{Name: "Bots", Clicks: st.Bots, Percent: percent(st.Bots, st.Browsers+st.Bots)},
+	}
+	return v, ""
+}
+
+// percent is part of whole in whole percent, 0 when whole is 0.
+func percent(part, whole int64) int {
+	if whole == 0 {
+		return 0
+	}
+	return int((part*100 + whole/2) / whole)
+}
