@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 )
@@ -11,9 +12,9 @@ import (
 // Clicks is the account of clicks: per code, the redirects the load
 // received (3xx with the link's Location) equal the clicks MySQL holds for
 // the code once every instance's journal has shipped: none lost, none
-// counted twice. A redirect the load never got an answer for (unknown)
-// may or may not have been counted; it is allowed as a click but never
-// required.
+// counted twice. A redirect the load never got an answer for (unknown),
+// or got nginx's 502 or 504 for, may or may not have been counted by the
+// app it reached; it is allowed as a click but never required.
 type Clicks struct{}
 
 // clicksDrain bounds the wait for the journals to ship after a run: a
@@ -45,7 +46,9 @@ func (Clicks) Open(ctx context.Context, env *Env) (Settle, error) {
 				continue
 			}
 			switch {
-			case r.Outcome == Unknown:
+			case r.Outcome == Unknown, r.Status == 0, r.Status == http.StatusBadGateway, r.Status == http.StatusGatewayTimeout:
+				// No answer, or nginx's own error after it may have
+				// reached an app: the app may have counted it.
 				unknown[r.Link]++
 			case r.Status >= 300 && r.Status < 400 && !r.WrongLocation:
 				served[r.Link]++
@@ -71,7 +74,7 @@ func (Clicks) Open(ctx context.Context, env *Env) (Settle, error) {
 		e.Figures = []Figure{
 			{Label: "redirects received (3xx, right Location)", Value: fmt.Sprint(sumServed), Column: "clicks served"},
 			{Label: "clicks stored in MySQL for them", Value: fmt.Sprint(sumStored), Column: "clicks stored"},
-			{Label: "redirects unanswered (may be counted)", Value: fmt.Sprint(sumUnknown)},
+			{Label: "redirects unanswered or 502/504 from nginx (may be counted)", Value: fmt.Sprint(sumUnknown)},
 			{Label: "clicks lost", Value: fmt.Sprint(lost), Column: "lost clicks"},
 			{Label: "clicks counted twice", Value: fmt.Sprint(double), Column: "double clicks"},
 		}

@@ -262,3 +262,66 @@ func BenchmarkRedirectCounting(b *testing.B) {
 		b.Run(mode+"/on", func(b *testing.B) { run(b, journal(b), parallel) })
 	}
 }
+
+// BenchmarkRedirectCountingRatio times the same warm redirect (a browser
+// User-Agent and a Referer) through a handler with click counting on (a
+// real journal in a temporary directory) and one with it off, alternating
+// which goes first block by block in one run, and reports the median of
+// the blocks' on/off ratios: a busy machine slows both alike.
+func BenchmarkRedirectCountingRatio(b *testing.B) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	origin := oneLink{shortener.Link{ID: 42, Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
+	j, err := clicks.Open(clicks.Config{Dir: b.TempDir(), NodeID: 1, MaxBytes: 1 << 40, SegmentBytes: 16 << 20, SyncInterval: time.Second}, nil, log, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { j.Close() })
+	var hs [2]http.Handler // off, on
+	for i, rec := range []handler.Recorder{nil, j} {
+		h, err := handler.New(handler.Config{BaseURL: "http://sho.rt", Instance: "bench", IdempotencyTTL: time.Hour},
+			handler.Deps{Resolver: origin, Links: origin, Clicks: rec, Log: log})
+		if err != nil {
+			b.Fatal(err)
+		}
+		hs[i] = h
+	}
+	req := httptest.NewRequest(http.MethodGet, "/AbC123xyz", nil)
+	req.Header.Set("User-Agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36")
+	req.Header.Set("Referer", "https://news.example.com/story?id=1")
+	serve := func(h http.Handler, n int) time.Duration {
+		start := time.Now()
+		for range n {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != http.StatusFound {
+				b.Fatalf("got %d", w.Code)
+			}
+		}
+		return time.Since(start)
+	}
+	const block = 64
+	var ratios []float64
+	var spent [2]time.Duration
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		if n++; n%block != 0 {
+			continue
+		}
+		var d [2]time.Duration
+		first := (n / block) % 2
+		d[first] = serve(hs[first], block)
+		d[1-first] = serve(hs[1-first], block)
+		spent[0] += d[0]
+		spent[1] += d[1]
+		ratios = append(ratios, float64(d[1])/float64(d[0]))
+	}
+	if len(ratios) == 0 {
+		return
+	}
+	slices.Sort(ratios)
+	blocks := float64(len(ratios) * block)
+	b.ReportMetric(float64(spent[0].Nanoseconds())/blocks, "off-ns/redirect")
+	b.ReportMetric(float64(spent[1].Nanoseconds())/blocks, "on-ns/redirect")
+	b.ReportMetric(ratios[len(ratios)/2], "on/off-median")
+}
