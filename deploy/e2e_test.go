@@ -170,6 +170,20 @@ func TestComposeEndToEnd(t *testing.T) {
 		Transport:     &http.Transport{MaxIdleConnsPerHost: 64},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+	// up -d returns once nginx's container has started, not once it
+	// listens: until then the published port's proxy accepts and closes.
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		resp, err := client.Get(p.base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nginx did not answer /healthz within 90 s of up: %v", err)
+		}
+	}
 	// A user's first steps: create through nginx, follow.
 	first, err := create(ctx, client, p.base, "https://example.com/compose", "first")
 	if err != nil {
@@ -206,7 +220,7 @@ func TestComposeEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	var failover time.Duration
-	for deadline := time.Now().Add(60 * time.Second); ; {
+	for deadline := time.Now().Add(90 * time.Second); ; {
 		m, err := p.sentinel(ctx, "get-master-addr-by-name", "shortener")
 		if err == nil && len(strings.Fields(m)) > 0 && strings.Fields(m)[0] != oldMaster {
 			failover = time.Since(killed)
@@ -214,7 +228,7 @@ func TestComposeEndToEnd(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no new master 60 s after killing %s: %v %q", oldMaster, err, m)
+			t.Fatalf("no new master 90 s after killing %s: %v %q", oldMaster, err, m)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
