@@ -246,8 +246,11 @@ func PromotedAfterQuorum(within time.Duration) Measure {
 		return []Check{
 			{ID: "no-promotion-without-quorum", What: "no promotion before the quorum returned", Want: "promotion after the sentinels' restart",
 				Got: got, OK: okP && okB && p >= b, Required: true},
-			{ID: "promotion-after-quorum", What: "promotion after the quorum returned", Want: "≤ " + ms(within),
-				Got: after, OK: okP && okB && p >= b && p-b <= within, Required: true, Timing: true},
+			// Reported, not required: DESIGN.md's row promises no failed
+			// request and no promotion without a quorum; how soon the
+			// promotion follows is Sentinel's (see docs/chaos, finding 4).
+			{ID: "promotion-after-quorum", What: "promotion after the quorum returned (issue 15's goal)", Want: "≤ " + ms(within),
+				Got: after, OK: okP && okB && p >= b && p-b <= within, Timing: true},
 		}
 	}
 }

@@ -17,7 +17,7 @@ type Report struct {
 	Does     string    `json:"does"`
 	RunID    string    `json:"run_id"`
 	Started  time.Time `json:"started"`
-	Settings Settings  `json:"settings"`
+	Settings Config    `json:"settings"`
 
 	// Phases are warm-up, steady, fault and recovery, by intended send
 	// time; the fault phase runs from the fault until its heal is done.
@@ -67,23 +67,6 @@ type Report struct {
 	Holds     bool     `json:"holds"`
 	RunErrors []string `json:"run_errors,omitempty"`
 	Notes     []string `json:"notes,omitempty"`
-}
-
-// Settings are the run's settings, as the report states them.
-type Settings struct {
-	Rate           float64       `json:"rate"`
-	CreateShare    float64       `json:"create_share"`
-	MissShare      float64       `json:"miss_share"`
-	Zipf           float64       `json:"zipf"`
-	Links          int           `json:"links"`
-	Timeout        time.Duration `json:"timeout_ns"`
-	MaxInFlight    int           `json:"max_in_flight"`
-	CreateAttempts int           `json:"create_attempts"`
-	RedisTimeout   time.Duration `json:"redis_timeout_ns"`
-	L1TTL          time.Duration `json:"l1_ttl_ns"`
-	MySQLTimeout   time.Duration `json:"mysql_timeout_ns"`
-	ScrapeEvery    time.Duration `json:"scrape_every_ns"`
-	EnforceTiming  bool          `json:"enforce_timing"`
 }
 
 // Phase is the figures of one phase, overall and per kind of request.
@@ -178,13 +161,8 @@ func buildReport(in reportInput) *Report {
 	rep := &Report{
 		Scenario: sc.Name, Fault: sc.Fault, Expect: sc.Expect, Does: sc.Does,
 		RunID: c.RunID, Started: in.began.UTC(),
-		Settings: Settings{
-			Rate: c.Rate, CreateShare: c.CreateShare, MissShare: c.MissShare, Zipf: c.Zipf, Links: c.Links,
-			Timeout: c.Timeout, MaxInFlight: c.MaxInFlight, CreateAttempts: c.CreateAttempts,
-			RedisTimeout: c.RedisTimeout, L1TTL: c.L1TTL, MySQLTimeout: c.MySQLTimeout, ScrapeEvery: c.ScrapeEvery,
-			EnforceTiming: c.EnforceTiming,
-		},
-		Events: in.events, Marks: run.Marks, Ledger: in.ledger,
+		Settings: c,
+		Events:   in.events, Marks: run.Marks, Ledger: in.ledger,
 	}
 	run.Report = rep
 	sort.SliceStable(rep.Events, func(i, j int) bool { return rep.Events[i].At < rep.Events[j].At })

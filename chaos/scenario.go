@@ -98,30 +98,27 @@ func (s *Scene) takeMaster(ctx context.Context) (*stack.Proc, error) {
 // for its answer. The run waits for every watch before it reports, so the
 // last note is in.
 func (s *Scene) watchPromotion(ctx context.Context, old *stack.Proc, mark string) func(context.Context) (*stack.Proc, error) {
-	type answer struct {
+	var got struct {
 		p   *stack.Proc
 		err error
 	}
-	done := make(chan answer, 1)
+	done := make(chan struct{}) // closed once got is set
 	s.watches.Go(func() {
-		m, err := s.Stack.WaitMaster(ctx, old)
-		if err != nil {
-			s.Note("", "no promotion after %s: %v", old.Name, err)
+		defer close(done)
+		got.p, got.err = s.Stack.WaitMaster(ctx, old)
+		if got.err != nil {
+			s.Note("", "no promotion after %s: %v", old.Name, got.err)
 		} else {
-			s.Note(mark, "sentinels promoted %s; it reports role master", m.Name)
+			s.Note(mark, "sentinels promoted %s; it reports role master", got.p.Name)
 		}
-		done <- answer{m, err}
 	})
-	var once sync.Once
-	var got answer
 	return func(wctx context.Context) (*stack.Proc, error) {
 		select {
-		case a := <-done:
-			once.Do(func() { got = a })
+		case <-done:
+			return got.p, got.err
 		case <-wctx.Done():
 			return nil, fmt.Errorf("wait promotion: %w", wctx.Err())
 		}
-		return got.p, got.err
 	}
 }
 

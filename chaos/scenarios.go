@@ -304,8 +304,10 @@ func masterAndApp(ctx context.Context, s *Scene) error {
 		return err
 	}
 	// The last node is a candidate only once it replicates from the new
-	// master; killing that master earlier would leave the sentinels no
-	// replica to promote.
+	// master, and a second failover can start only once every sentinel
+	// has ended the first: killing the new master earlier leaves the
+	// sentinels no replica to promote, or split between two masters'
+	// elections (seen: 15 s of -failover-abort-not-elected).
 	last := others(s.Stack.Redis(), m1, m2)[0]
 	var lastErr error
 	if err := waitFor(ctx, 30*time.Second, func() bool {
@@ -315,7 +317,10 @@ func masterAndApp(ctx context.Context, s *Scene) error {
 	}); err != nil {
 		return fmt.Errorf("%s never replicated from %s: %w (last: %v)", last.Name, m2.Name, err, lastErr)
 	}
-	s.Note("", "%s replicates from %s", last.Name, m2.Name)
+	if err := s.Stack.WaitSwitched(ctx, m2); err != nil {
+		return err
+	}
+	s.Note("", "%s replicates from %s; every sentinel has %s as master, no failover in progress", last.Name, m2.Name, m2.Name)
 	s.Note(markSecondGone, "SIGKILL %s (the promoted master): only %s is left", m2.Name, last.Name)
 	if err := m2.Kill(); err != nil {
 		return err

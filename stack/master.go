@@ -185,3 +185,31 @@ func (s *Stack) waitSentinels(ctx context.Context, master *Proc) error {
 	}
 	return nil
 }
+
+// WaitSwitched polls until every sentinel has master as its master, with
+// no failover in progress and master up in its view: a failover is over
+// for all of them, and the next one can start. (GET-MASTER-ADDR-BY-NAME,
+// which Master asks, names the promoted replica while its failover is
+// still reconfiguring the others.)
+func (s *Stack) WaitSwitched(ctx context.Context, master *Proc) error {
+	err := poll(ctx, readyPoll, func(ctx context.Context) error {
+		for _, sp := range s.sentinels {
+			reply, err := do(ctx, sp.Addr(), "SENTINEL", "MASTER", s.st.MasterName)
+			if err != nil {
+				return err
+			}
+			m, err := pairs(reply)
+			if err != nil {
+				return fmt.Errorf("%s SENTINEL MASTER: %w", sp.Name, err)
+			}
+			if m["port"] != strconv.Itoa(master.Port) || m["flags"] != "master" {
+				return fmt.Errorf("%s sees master port %s flags %s", sp.Name, m["port"], m["flags"])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait switched to %s: %w", master.Name, err)
+	}
+	return nil
+}
