@@ -2,10 +2,13 @@ package chaos
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -120,7 +123,13 @@ func (Creates) Open(_ context.Context, env *Env) (Settle, error) {
 		if err != nil {
 			return Entry{}, err
 		}
-		keys, err := storedKeys(ctx, env.DB, env.Prefix+"-")
+		var sent []string
+		for _, r := range run.Results {
+			if r.Kind == Create && r.Outcome == OK {
+				sent = append(sent, r.Key)
+			}
+		}
+		keys, err := storedKeys(ctx, env.DB, sent)
 		if err != nil {
 			return Entry{}, err
 		}
@@ -275,24 +284,51 @@ func storedLinks(ctx context.Context, db *sql.DB, prefix string) ([]StoredLink, 
 	return out, nil
 }
 
-// storedKeys returns the code recorded for every Idempotency-Key with
-// prefix.
-func storedKeys(ctx context.Context, db *sql.DB, prefix string) (map[string]string, error) {
-	rows, err := db.QueryContext(ctx, "SELECT idem_key, code FROM idempotency_keys WHERE idem_key LIKE CONCAT(?, '%')", prefix)
-	if err != nil {
-		return nil, fmt.Errorf("query idempotency keys: %w", err)
-	}
-	defer rows.Close()
+// loadScope is how the app scopes the load's Idempotency-Keys: every
+// request of the load is anonymous and comes from 127.0.0.1 (nginx passes
+// it in X-Real-IP).
+const loadScope = "addr:127.0.0.1"
+
+// storedKey is an Idempotency-Key as the app stores it: hashed with who
+// sent it, so one client can neither replay nor squat another's key (as
+// handler's scopedKey does; the ledger sees the table, not the handler).
+func storedKey(key string) string {
+	sum := sha256.Sum256([]byte(loadScope + "\n" + key))
+	return hex.EncodeToString(sum[:])
+}
+
+// storedKeys returns, for each of keys that the idempotency table holds,
+// the code it records.
+func storedKeys(ctx context.Context, db *sql.DB, keys []string) (map[string]string, error) {
 	out := map[string]string{}
-	for rows.Next() {
-		var k, c string
-		if err := rows.Scan(&k, &c); err != nil {
-			return nil, fmt.Errorf("scan idempotency key: %w", err)
+	const batch = 500
+	for len(keys) > 0 {
+		n := min(batch, len(keys))
+		byStored := make(map[string]string, n)
+		args := make([]any, n)
+		for i, k := range keys[:n] {
+			byStored[storedKey(k)] = k
+			args[i] = storedKey(k)
 		}
-		out[k] = c
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("query idempotency keys: %w", err)
+		keys = keys[n:]
+		q := "SELECT idem_key, code FROM idempotency_keys WHERE idem_key IN (?" + strings.Repeat(",?", n-1) + ")"
+		rows, err := db.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("query idempotency keys: %w", err)
+		}
+		for rows.Next() {
+			var k, c string
+			if err := rows.Scan(&k, &c); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("scan idempotency key: %w", err)
+			}
+			out[byStored[k]] = c
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("query idempotency keys: %w", err)
+		}
 	}
 	return out, nil
 }
