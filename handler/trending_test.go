@@ -72,3 +72,27 @@ func TestTrendingKeyed(t *testing.T) {
 		t.Errorf("without a ranking: got %d, want 404", rec.Code)
 	}
 }
+
+// BenchmarkTrending is GET /api/v1/trending through the handler, with an
+// answer of 10 links (JSON encoding included).
+func BenchmarkTrending(b *testing.B) {
+	h := newTestHandler(newFakeLinks())
+	h.d.Trending = &fakeTrender10{}
+	b.ReportAllocs()
+	for b.Loop() {
+		if rec := do(h, "GET", "/api/v1/trending?limit=10", ""); rec.Code != 200 {
+			b.Fatal(rec.Code)
+		}
+	}
+}
+
+type fakeTrender10 struct{}
+
+func (fakeTrender10) Top(string, int) (shortener.Trending, error) {
+	t := shortener.Trending{Window: 5 * time.Minute, Source: "local", AsOf: now}
+	for i := range 10 {
+		code := "c" + string(rune('a'+i))
+		t.Links = append(t.Links, shortener.Trend{Link: shortener.Link{Code: code, URL: "https://example.com/" + code}, Clicks: int64(100 - i)})
+	}
+	return t, nil
+}
