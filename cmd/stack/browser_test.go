@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,12 +112,64 @@ func newShots(tb testing.TB) shots {
 	return shots{tb: tb, dir: dir}
 }
 
-// take saves the page as it is now at every viewport (name-desktop.png,
-// name-phone.png), then goes back to the desktop one. A change of
-// viewport lays the page out again without reloading it, so a page that
-// script changed is shot as it is.
+// a11yProblems lists what the page gets wrong of the accessibility rules
+// a machine can check: a language, one h1, a label for every field, alt
+// text for every image, a name for every link and button, unique ids,
+// aria-describedby pointing at something, no positive tabindex (which
+// would break the focus order), and the contrast of every text.
+const a11yProblems = `(() => {
+  const p = [];
+  if (!document.documentElement.lang) p.push("no lang on <html>");
+  const h1 = document.querySelectorAll("h1").length;
+  if (h1 !== 1) p.push(h1 + " h1 elements");
+  document.querySelectorAll("input:not([type=hidden]), select, textarea").forEach(e => {
+    if (!(e.labels && e.labels.length) && !e.getAttribute("aria-label")) p.push("no label for #" + (e.id || e.name));
+  });
+  document.querySelectorAll("img").forEach(e => { if (!e.getAttribute("alt")) p.push("no alt on " + e.getAttribute("src")); });
+  document.querySelectorAll("a[href], button").forEach(e => {
+    if (!e.textContent.trim() && !e.getAttribute("aria-label")) p.push("no name: " + e.outerHTML.slice(0, 80));
+  });
+  const ids = new Set();
+  document.querySelectorAll("[id]").forEach(e => { if (ids.has(e.id)) p.push("duplicate id " + e.id); ids.add(e.id); });
+  document.querySelectorAll("[aria-describedby]").forEach(e => e.getAttribute("aria-describedby").split(/\s+/).forEach(id => {
+    if (!document.getElementById(id)) p.push("#" + e.id + " described by missing #" + id);
+  }));
+  document.querySelectorAll("[tabindex]").forEach(e => { if (e.tabIndex > 0) p.push("positive tabindex on #" + e.id); });
+  // Text contrast (WCAG AA): 4.5:1, or 3:1 for large text, against the
+  // first opaque background behind it.
+  const rgb = c => (c.match(/[\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => [r, g, b].map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+    .reduce((a, v, i) => a + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const bg = e => {
+    for (; e; e = e.parentElement) { const c = rgb(getComputedStyle(e).backgroundColor); if (c.length === 3 || c[3] > 0) return c; }
+    return [255, 255, 255];
+  };
+  document.querySelectorAll("body *").forEach(e => {
+    if (![...e.childNodes].some(n => n.nodeType === 3 && n.textContent.trim()) || !e.getClientRects().length) return;
+    const st = getComputedStyle(e);
+    if (st.visibility === "hidden" || e.closest(".sr-only, [aria-hidden=true]")) return;
+    const [a, b] = [lum(rgb(st.color)), lum(bg(e))];
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    const size = parseFloat(st.fontSize), large = size >= 24 || (size >= 18.66 && Number(st.fontWeight) >= 700);
+    if (ratio < (large ? 3 : 4.5)) p.push("contrast " + ratio.toFixed(2) + " for " + JSON.stringify(e.textContent.trim().slice(0, 40)));
+  });
+  return p;
+})()`
+
+// take checks the page's accessibility basics (a11yProblems), then saves
+// it as it is now at every viewport (name-desktop.png, name-phone.png)
+// and goes back to the desktop one. A change of viewport lays the page
+// out again without reloading it, so a page that script changed is shot
+// as it is.
 func (s shots) take(ctx context.Context, name string) {
 	s.tb.Helper()
+	problems, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](a11yProblems))
+	if err != nil {
+		s.tb.Fatalf("check %s: %v", name, err)
+	}
+	for _, p := range problems {
+		s.tb.Errorf("page %s: %s", name, p)
+	}
 	for i := len(viewports) - 1; i >= 0; i-- { // phone first, desktop last: the test goes on at desktop size
 		v := viewports[i]
 		opts := []chromedp.EmulateViewportOption{}
@@ -218,6 +271,18 @@ func TestBrowser(t *testing.T) {
 	// links made next are the key's, with stats.
 	must(chromedp.Do(ctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("url"))), "open /")
 	shot.take(ctx, "home")
+	// The keyboard's way through the page: the skip link first, the menu,
+	// then the URL field.
+	var order []string
+	for range 5 {
+		must(chromedp.Do(ctx, chromedp.KeyEvent("\t")), "press Tab")
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(e => e.id || e.textContent.trim())(document.activeElement)`))
+		must(err, "read the focus")
+		order = append(order, got)
+	}
+	if want := []string{"Skip to content", "shortener", "Shorten", "Trending", "url"}; !slices.Equal(order, want) {
+		t.Errorf("Tab goes through %q, want %q", order, want)
+	}
 	must(chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(".keybox > summary")),
 		chromedp.SendKeys(chromedp.ID("key"), key),
@@ -277,7 +342,7 @@ func TestBrowser(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	for text("#clicks") != "1" {
 		if time.Now().After(deadline) {
-			t.Fatalf("preview shows %q clicks after 30 s, want 1", text("#clicks"))
+			t.Fatalf("preview shows %q clicks after 30 s, want 1; the stats API says %s", text("#clicks"), apiStats(t, base, key, code))
 		}
 		must(chromedp.Do(ctx, chromedp.Sleep(250*time.Millisecond), chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("clicks"))), "reload the preview")
 	}
@@ -375,6 +440,19 @@ func TestBrowser(t *testing.T) {
 	if loc, _ := chromedp.Run(noJS, chromedp.Location()); loc != dest+"&js=off" {
 		t.Errorf("following %s landed on %q", noJSShort, loc)
 	}
+}
+
+// apiStats is the stats API's answer for code, for a failure message.
+func apiStats(tb testing.TB, base, key, code string) string {
+	req, _ := http.NewRequest(http.MethodGet, base+"/api/v1/links/"+code+"/stats?interval=hour", nil)
+	req.Header.Set("X-Api-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.Status + " " + string(b)
 }
 
 // createAndDelete makes a link through the API and deletes it, returning
