@@ -343,7 +343,12 @@ func startLoad(ctx context.Context, client *http.Client, base string, links map[
 		codes = append(codes, c)
 	}
 	slices.Sort(codes)
-	tick := func(rate int, send func(i int, due time.Time)) {
+	// At most maxInFlight requests wait for answers at once: a stalled
+	// stack must not be buried under thousands of connections. A request
+	// due while the bound is reached is not sent, and counts as failed.
+	const maxInFlight = 256
+	inFlight := make(chan struct{}, maxInFlight)
+	tick := func(rate int, send func(i int, due time.Time), unsent func(i int)) {
 		defer l.wg.Done()
 		every := time.Second / time.Duration(rate)
 		start := time.Now()
@@ -356,8 +361,14 @@ func startLoad(ctx context.Context, client *http.Client, base string, links map[
 				return
 			case <-time.After(time.Until(due)):
 			}
+			select {
+			case inFlight <- struct{}{}:
+			default:
+				unsent(i)
+				continue
+			}
 			sends.Add(1)
-			go func() { defer sends.Done(); send(i, due) }()
+			go func() { defer sends.Done(); defer func() { <-inFlight }(); send(i, due) }()
 		}
 	}
 	l.wg.Add(2)
@@ -371,6 +382,11 @@ func startLoad(ctx context.Context, client *http.Client, base string, links map[
 		if err != nil {
 			l.res.failed = append(l.res.failed, err.Error())
 		}
+	}, func(i int) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.res.redirects++
+		l.res.failed = append(l.res.failed, fmt.Sprintf("redirect %d not sent: %d requests in flight", i, maxInFlight))
 	})
 	run := secret()[:8]
 	go tick(createRate, func(i int, _ time.Time) {
@@ -392,6 +408,10 @@ func startLoad(ctx context.Context, client *http.Client, base string, links map[
 			return
 		}
 		l.res.created[code] = u
+	}, func(int) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.res.unacked++
 	})
 	return l
 }
