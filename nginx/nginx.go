@@ -23,7 +23,7 @@ type Config struct {
 	LogDir      string
 	TempDir     string
 	CreateRate  int // link creations per second per client address, at least 1
-	CreateBurst int // creations allowed above the rate at once, at least 0
+	CreateBurst int // creations allowed above the rate at once, at least 1 (nginx refuses burst=0)
 	// User is the user the workers run as; empty leaves nginx's default.
 	// Set it only when nginx starts as root: others cannot switch user.
 	User string
@@ -35,8 +35,8 @@ func Render(w io.Writer, c Config) error {
 	if c.Listen == "" || len(c.Apps) == 0 || c.PIDFile == "" || c.LogDir == "" || c.TempDir == "" {
 		return errors.New("nginx: Listen, Apps, PIDFile, LogDir and TempDir are required")
 	}
-	if c.CreateRate < 1 || c.CreateBurst < 0 {
-		return fmt.Errorf("nginx: need create rate (%d) >= 1 and burst (%d) >= 0", c.CreateRate, c.CreateBurst)
+	if c.CreateRate < 1 || c.CreateBurst < 1 {
+		return fmt.Errorf("nginx: need create rate (%d) >= 1 and burst (%d) >= 1", c.CreateRate, c.CreateBurst)
 	}
 	if err := tmpl.Execute(w, c); err != nil {
 		return fmt.Errorf("nginx: render: %w", err)

@@ -37,6 +37,11 @@ func TestRender(t *testing.T) {
 	if err := Render(&b, noRate); err == nil || !strings.Contains(err.Error(), "create rate (0)") {
 		t.Errorf("Render without a create rate: got %v, want an error naming it", err)
 	}
+	noBurst := c
+	noBurst.CreateBurst = 0 // nginx -t refuses burst=0
+	if err := Render(&b, noBurst); err == nil || !strings.Contains(err.Error(), "burst (0)") {
+		t.Errorf("Render with burst 0: got %v, want an error naming it", err)
+	}
 	if strings.Contains(conf, "\nuser ") {
 		t.Error("rendered config sets a user, want nginx's default when Config.User is empty")
 	}

@@ -26,6 +26,8 @@ func (e *env) servers(target string) []int {
 		roots = append(roots, e.minimalNginxPid, os.Getpid())
 	case targetMinimal:
 		roots = append(roots, os.Getpid())
+	case targetCapacity:
+		roots = append(roots, e.capacity.pids()...)
 	}
 	return withChildren(e.proc, roots)
 }

@@ -111,6 +111,7 @@ type env struct {
 	warm    bool // Redis holds every bench link (this round)
 	// minimalNginxPid is the master of the minimal servers' nginx.
 	minimalNginxPid int
+	capacity        *capacity
 	rep             *report
 	out             io.Writer
 }
@@ -196,6 +197,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer m.close()
+	capa, err := startCapacity(ctx, proc, s.Apps()[0], filepath.Join(work, "capacity"))
+	if err != nil {
+		return err
+	}
+	defer capa.close()
 
 	rep := &report{Started: started, Machine: describeMachine(ctx, proc), Settings: map[string]string{
 		"rounds": strconv.Itoa(o.rounds), "run length": o.duration.String(),
@@ -206,10 +212,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	e := &env{
 		stack: s, store: st, redis: tier, wrk: w, proc: proc, apiKey: strings.TrimSpace(string(key)),
 		runID: started.UTC().Format("20060102T150405"), links: o.links, settle: o.settle, rep: rep, out: stdout,
-		minimalNginxPid: m.nginx.Process.Pid,
+		minimalNginxPid: m.proxy.pid(), capacity: capa,
 		targets: map[string]string{
 			targetNginx: s.BaseURL(), targetApp: "http://" + s.Apps()[0].Addr(),
-			targetMinimalNginx: m.url(), targetMinimal: m.directURL(),
+			targetMinimalNginx: m.url(), targetMinimal: m.directURL(), targetCapacity: capa.proxy.url(),
 		},
 	}
 	e.logf("bench: load1 %.1f at start; %d round(s) of %s runs", rep.Machine.Load1Start, o.rounds, o.duration)

@@ -24,9 +24,15 @@ import (
 type minimal struct {
 	servers []*http.Server
 	addrs   []string
-	nginx   *exec.Cmd
-	listen  string // nginx's "127.0.0.1:port"
-	exited  chan error
+	proxy   *proxy
+}
+
+// proxy is an nginx the bench starts in front of servers of its own,
+// rendered from the stack's template.
+type proxy struct {
+	cmd    *exec.Cmd
+	listen string // "127.0.0.1:port"
+	exited chan error
 }
 
 // minimalRedirect is the whole of the minimal server.
@@ -38,7 +44,7 @@ func minimalRedirect(w http.ResponseWriter, r *http.Request) {
 // startMinimal starts the two servers and their nginx, with its files in
 // dir, and waits until nginx answers.
 func startMinimal(ctx context.Context, dir string) (_ *minimal, err error) {
-	m := &minimal{exited: make(chan error, 1)}
+	m := &minimal{}
 	defer func() {
 		if err != nil {
 			m.close()
@@ -54,18 +60,26 @@ func startMinimal(ctx context.Context, dir string) (_ *minimal, err error) {
 		m.servers = append(m.servers, srv)
 		m.addrs = append(m.addrs, ln.Addr().String())
 	}
-	if m.listen, err = freeAddr(); err != nil {
+	// The create limit as cmd/stack renders the stack's: it limits POSTs
+	// only, and this nginx serves GETs.
+	m.proxy, err = startProxy(ctx, dir, m.addrs, 100, 200, "/ready")
+	return m, err
+}
+
+// startProxy renders nginx.conf from the template for apps into dir,
+// starts nginx and waits until GET path answers below 500.
+func startProxy(ctx context.Context, dir string, apps []string, createRate, createBurst int, path string) (_ *proxy, err error) {
+	p := &proxy{exited: make(chan error, 1)}
+	if p.listen, err = freeAddr(); err != nil {
 		return nil, err
 	}
 	tmp := filepath.Join(dir, "tmp")
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
-		return nil, fmt.Errorf("minimal nginx: %w", err)
+		return nil, fmt.Errorf("bench nginx: %w", err)
 	}
 	cfg := nginx.Config{
-		Listen: m.listen, Apps: m.addrs, PIDFile: filepath.Join(dir, "nginx.pid"), LogDir: dir, TempDir: tmp,
-		// As cmd/stack renders the stack's: they limit POSTs only, and
-		// this nginx serves GETs.
-		CreateRate: 100, CreateBurst: 200,
+		Listen: p.listen, Apps: apps, PIDFile: filepath.Join(dir, "nginx.pid"), LogDir: dir, TempDir: tmp,
+		CreateRate: createRate, CreateBurst: createBurst,
 	}
 	if os.Geteuid() == 0 { // as the stack does: workers stay root
 		if u, err := user.Current(); err == nil {
@@ -76,65 +90,80 @@ func startMinimal(ctx context.Context, dir string) (_ *minimal, err error) {
 	if err := nginx.Render(&conf, cfg); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(path, conf.Bytes(), 0o644); err != nil {
-		return nil, fmt.Errorf("minimal nginx: %w", err)
+	confPath := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(confPath, conf.Bytes(), 0o644); err != nil {
+		return nil, fmt.Errorf("bench nginx: %w", err)
 	}
 	log, err := os.Create(filepath.Join(dir, "nginx.log"))
 	if err != nil {
-		return nil, fmt.Errorf("minimal nginx: %w", err)
+		return nil, fmt.Errorf("bench nginx: %w", err)
 	}
 	defer log.Close()
-	m.nginx = exec.Command("nginx", "-p", dir+string(filepath.Separator), "-c", path, "-e", "stderr", "-g", "daemon off;")
-	m.nginx.Stdout, m.nginx.Stderr = log, log
-	if err := m.nginx.Start(); err != nil {
-		return nil, fmt.Errorf("minimal nginx: %w", err)
+	p.cmd = exec.Command("nginx", "-p", dir+string(filepath.Separator), "-c", confPath, "-e", "stderr", "-g", "daemon off;")
+	p.cmd.Stdout, p.cmd.Stderr = log, log
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("bench nginx: %w", err)
 	}
-	go func() { m.exited <- m.nginx.Wait() }()
-	return m, m.waitReady(ctx)
+	go func() { p.exited <- p.cmd.Wait() }()
+	if err := p.waitReady(ctx, path); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
 }
 
-// waitReady polls nginx until it answers or ctx's deadline passes.
-func (m *minimal) waitReady(ctx context.Context) error {
+// waitReady polls nginx until GET path answers below 500 or ten seconds
+// pass.
+func (p *proxy) waitReady(ctx context.Context, path string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, m.url()+"/ready", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.listen+path, nil)
 		resp, err := client.Do(req)
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusFound {
+			if resp.StatusCode < 500 {
 				return nil
 			}
 			err = fmt.Errorf("status %d", resp.StatusCode)
 		}
 		select {
-		case e := <-m.exited:
-			m.exited <- e
-			return fmt.Errorf("minimal nginx exited: %v", e)
+		case e := <-p.exited:
+			p.exited <- e
+			return fmt.Errorf("bench nginx exited: %v", e)
 		case <-ctx.Done():
-			return fmt.Errorf("minimal nginx not ready: %w", err)
+			return fmt.Errorf("bench nginx not ready: %w", err)
 		case <-time.After(50 * time.Millisecond): // polls readiness
 		}
 	}
 }
 
-func (m *minimal) url() string       { return "http://" + m.listen }
+func (m *minimal) url() string       { return m.proxy.url() }
 func (m *minimal) directURL() string { return "http://" + m.addrs[0] }
 
 // close stops nginx and the servers.
 func (m *minimal) close() {
-	if m.nginx != nil && m.nginx.Process != nil {
-		m.nginx.Process.Signal(os.Interrupt) //nolint:errcheck // gone already is fine
-		select {
-		case <-m.exited:
-		case <-time.After(5 * time.Second):
-			m.nginx.Process.Kill() //nolint:errcheck // last resort
-		}
-	}
+	m.proxy.close()
 	for _, s := range m.servers {
 		s.Close()
+	}
+}
+
+func (p *proxy) url() string { return "http://" + p.listen }
+func (p *proxy) pid() int    { return p.cmd.Process.Pid }
+
+// close stops nginx; a nil proxy is fine.
+func (p *proxy) close() {
+	if p == nil || p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	p.cmd.Process.Signal(os.Interrupt) //nolint:errcheck // gone already is fine
+	select {
+	case e := <-p.exited:
+		p.exited <- e
+	case <-time.After(5 * time.Second):
+		p.cmd.Process.Kill() //nolint:errcheck // last resort
 	}
 }
 

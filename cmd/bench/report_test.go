@@ -212,7 +212,7 @@ func TestSelectRows(t *testing.T) {
 	for _, r := range got {
 		names = append(names, r.name)
 	}
-	if strings.Join(names, " ") != "redirect/direct/app redirect/direct/minimal create/nginx" {
+	if strings.Join(names, " ") != "redirect/direct/app redirect/direct/minimal create/nginx create/stack" {
 		t.Errorf("filtered rows: got %v", names)
 	}
 	seen := map[string]bool{}
@@ -226,6 +226,17 @@ func TestSelectRows(t *testing.T) {
 		if !seen[q.num] || !seen[q.den] || q.min <= 0 || math.IsNaN(q.min) {
 			t.Errorf("ratio %q reads rows that do not exist or has no minimum", q.name)
 		}
+	}
+}
+
+func TestCapacityEnv(t *testing.T) {
+	app1 := []string{"PATH=/bin", "SHORTENER_ADDR=127.0.0.1:8081", "SHORTENER_NODE_ID=1", "SHORTENER_INSTANCE=app1",
+		"SHORTENER_MYSQL_DSN=d", "SHORTENER_CLICKS_DIR=/s/app1/clicks", "SHORTENER_CREATE_RATE=100", "SHORTENER_API_KEY=k"}
+	got := strings.Join(capacityEnv(app1, "bench1", "127.0.0.1:9", "/w/bench1"), " ")
+	want := "PATH=/bin SHORTENER_MYSQL_DSN=d SHORTENER_API_KEY=k SHORTENER_ADDR=127.0.0.1:9 SHORTENER_NODE_ID=auto SHORTENER_INSTANCE=bench1 " +
+		"SHORTENER_CLICKS_DIR=/w/bench1/clicks SHORTENER_CREATE_RATE=0 SHORTENER_KEY_CREATE_RATE=0"
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
 

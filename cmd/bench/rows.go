@@ -45,6 +45,7 @@ const (
 	targetApp          = "app"           // app1, directly
 	targetMinimalNginx = "minimal-nginx" // the bench's nginx, two minimal servers behind it
 	targetMinimal      = "minimal"       // one minimal server, directly
+	targetCapacity     = "capacity"      // the bench's nginx and two apps, create limits off
 )
 
 // Lists of codes (written at start, see codeLists).
@@ -69,8 +70,10 @@ func rows(hot, links int) []row {
 			what: "the same straight to app1"},
 		{name: "redirect/direct/minimal", target: targetMinimal, codes: codesHot,
 			what: "the same straight to one minimal server"},
-		{name: "create/nginx", target: targetNginx, floor: 3000,
-			what: "POST /api/v1/links through nginx with the stack's API key, a new URL each time"},
+		{name: "create/nginx", target: targetCapacity, floor: 3000,
+			what: "POST /api/v1/links with the stack's API key, a new URL each time, through nginx to two apps with the create rate limits off (see capacity.go)"},
+		{name: "create/stack", target: targetNginx,
+			what: "the same through the stack's nginx and apps, their rate limits in force: what the limits let one address and key create"},
 		{name: "workingset/hot/zipf", target: targetNginx, codes: codesHotZipf,
 			what: fmt.Sprintf("GET %s hot links, Zipf, through nginx", hotN)},
 		{name: "workingset/all/uniform/cold", target: targetNginx, codes: codesAll, before: makeCold,
