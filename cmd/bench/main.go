@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -207,7 +208,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"rounds": strconv.Itoa(o.rounds), "run length": o.duration.String(),
 		"wrk":   fmt.Sprintf("%d thread(s), %d connections, keep-alive, closed loop", o.threads, o.conns),
 		"links": keysString(o.links), "hot links": keysString(o.hot), "zipf exponent": strconv.FormatFloat(o.zipf, 'g', -1, 64),
-		"stack": "make up's local stack: nginx :8080, app1 :8081, app2 :8082, defaults of cmd/shortener",
+		"stack":  "make up's local stack: nginx :8080, app1 :8081, app2 :8082, defaults of cmd/shortener",
+		"commit": commit(ctx),
 	}}
 	e := &env{
 		stack: s, store: st, redis: tier, wrk: w, proc: proc, apiKey: strings.TrimSpace(string(key)),
@@ -320,6 +322,16 @@ func (e *env) rampRows(ctx context.Context, o options) error {
 		e.logf("  %-30s %8.0f req/s  p99 %7.2f ms", name, m.RPS, m.P99ms)
 	}
 	return nil
+}
+
+// commit names the checked-out commit the stack was built from, as far as
+// git in the working directory knows it.
+func commit(ctx context.Context) string {
+	out, err := exec.CommandContext(ctx, "git", "describe", "--always", "--dirty").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // selectRows keeps the rows whose names start with one of the
