@@ -1,6 +1,7 @@
 package handler
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -488,4 +489,43 @@ func TestPagesShowClicks(t *testing.T) {
 			}
 		}
 	}
+}
+
+// cachedOnly resolves links as the cache does: without their ID and
+// creation date, which Redis does not keep.
+type cachedOnly struct{ f *fakeLinks }
+
+func (c cachedOnly) Resolve(ctx context.Context, code string) (shortener.Link, error) {
+	l, err := c.f.Link(ctx, code)
+	return shortener.Link{Code: l.Code, URL: l.URL, Redirect: l.Redirect, ExpiresAt: l.ExpiresAt, DeletedAt: l.DeletedAt}, err
+}
+
+// TestPreviewReadsTheSourceOfTruth: the cache's copy of a link has no ID
+// (so no clicks) and no creation date; the preview reads MySQL, and falls
+// back to the cache only while MySQL is down.
+func TestPreviewReadsTheSourceOfTruth(t *testing.T) {
+	f := newFakeLinks()
+	f.links["abc"] = shortener.Link{ID: 7, Code: "abc", URL: "https://a.example/", Redirect: 302, CreatedAt: now.Add(-time.Hour)}
+	h := newPagesHandler(f)
+	h.d.Resolver = cachedOnly{f}
+	h.d.Stats = &fakeStats{}
+	rec := browse(h, http.MethodGet, "/abc+", nil)
+	checkPage(t, rec, http.StatusOK)
+	if got := textOf(byID(parseHTML(t, rec.Body.String()), "clicks")); got != "5" || !strings.Contains(rec.Body.String(), "2026-12-03 11:00 UTC") {
+		t.Errorf("preview shows clicks %q and no creation date:\n%s", got, rec.Body)
+	}
+	// MySQL down: the cache still knows where the link goes.
+	h.d.Links = unavailableLinks{f}
+	rec = browse(h, http.MethodGet, "/abc+", nil)
+	checkPage(t, rec, http.StatusOK)
+	if got := textOf(byID(parseHTML(t, rec.Body.String()), "clicks")); got != "unavailable right now" || strings.Contains(rec.Body.String(), "0001-01-01") {
+		t.Errorf("preview with MySQL down: clicks %q:\n%s", got, rec.Body)
+	}
+}
+
+// unavailableLinks is the source of truth while MySQL is down.
+type unavailableLinks struct{ *fakeLinks }
+
+func (unavailableLinks) Link(context.Context, string) (shortener.Link, error) {
+	return shortener.Link{}, shortener.ErrUnavailable
 }

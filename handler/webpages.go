@@ -60,11 +60,16 @@ type previewPage struct {
 // preview answers GET /{code}+: where the link goes, when it was made and
 // how often it was followed, with a button to go. Reached from redirect
 // only for paths that are not codes, so it costs the redirect nothing.
-// The link comes through the cache like a redirect's (a preview is as
-// available as the link); unknown, expired and deleted links get the
+// The link is read from the source of truth: the caches keep only what a
+// redirect needs (no ID, no creation date). While MySQL is down it comes
+// through the cache like a redirect's, so a preview is as available as
+// the link, without those two. Unknown, expired and deleted links get the
 // same error pages as the redirect.
 func (h *Handler) preview(c echo.Context, code string) error {
-	l, err := h.d.Resolver.Resolve(c.Request().Context(), code)
+	l, err := h.d.Links.Link(c.Request().Context(), code)
+	if errors.Is(err, shortener.ErrUnavailable) {
+		l, err = h.d.Resolver.Resolve(c.Request().Context(), code)
+	}
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,9 @@ func (h *Handler) totalClicks(c echo.Context, l shortener.Link) (int64, bool, st
 	if h.d.Stats == nil {
 		return 0, false, "not counted on this server"
 	}
+	if l.ID == 0 { // from the cache: the source of truth is out of reach
+		return 0, false, "unavailable right now"
+	}
 	// Daily buckets from the link's first day to today: one row per day
 	// at most, and every click of the link's life.
 	now := h.d.Now().UTC()
