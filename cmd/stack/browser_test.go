@@ -346,6 +346,9 @@ func TestBrowser(t *testing.T) {
 		}
 		must(chromedp.Do(ctx, chromedp.Sleep(250*time.Millisecond), chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("clicks"))), "reload the preview")
 	}
+	if body := text("main"); !strings.Contains(body, "Created") || strings.Contains(body, "0001-01-01") {
+		t.Errorf("preview lacks the creation date:\n%s", body)
+	}
 	shot.take(ctx, "preview")
 	step("copied, followed, click counted on the preview")
 
