@@ -253,12 +253,27 @@ func TestComposeEndToEnd(t *testing.T) {
 		t.Errorf("%d creates never acknowledged after their retries", res.unacked)
 	}
 	// Every acknowledged create is there, through the surviving app.
+	// A read that fails (a timeout, a 5xx) is asked again for up to 10 s:
+	// lost means the stack answers, and the answer is not the link.
 	lost := 0
 	for code, u := range res.created {
-		if err := follow(ctx, client, p.base, code, u); err != nil {
+		var err error
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+			var ans *answer
+			if ans, err = ask(ctx, client, p.base, code); err == nil && ans.status == http.StatusFound && ans.location == u {
+				break
+			}
+			if (err == nil && ans.status < 500) || time.Now().After(deadline) {
+				if err == nil {
+					err = fmt.Errorf("got %d %q", ans.status, ans.location)
+				}
+				break
+			}
+		}
+		if err != nil {
 			lost++
 			if lost <= 10 {
-				t.Errorf("acknowledged create lost: %v", err)
+				t.Errorf("acknowledged create %s (%s) not found: %v", code, u, err)
 			}
 		}
 	}
@@ -443,6 +458,26 @@ func create(ctx context.Context, c *http.Client, base, u, key string) (string, e
 		return "", fmt.Errorf("create %s: got %d %+v (%v), want 201", u, resp.StatusCode, got, err)
 	}
 	return got.Code, nil
+}
+
+// answer is what GET /{code} answered.
+type answer struct {
+	status   int
+	location string
+}
+
+// ask sends GET /{code} through nginx.
+func ask(ctx context.Context, c *http.Client, base, code string) (*answer, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/"+code, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body.Close()
+	return &answer{status: resp.StatusCode, location: resp.Header.Get("Location")}, nil
 }
 
 // follow asks for a code through nginx and checks the redirect.
