@@ -40,7 +40,8 @@ func (s *syncer) retire(f *os.File) {
 }
 
 // start runs the sync loop until stop is closed.
-func (s *syncer) start(stop <-chan struct{}, every time.Duration, log *slog.Logger) {
+// after runs after each periodic sync.
+func (s *syncer) start(stop <-chan struct{}, every time.Duration, log *slog.Logger, after func()) {
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -54,6 +55,7 @@ func (s *syncer) start(stop <-chan struct{}, every time.Duration, log *slog.Logg
 				if err := s.sync(false); err != nil {
 					log.Error("click journal fsync failed", "err", err)
 				}
+				after()
 			}
 		}
 	}()
