@@ -82,12 +82,16 @@ func (cc *clickCounting) close() {
 	}
 }
 
-// Shipping settings not worth a knob: a batch is at most this many clicks,
-// an idle shipper looks again this often and says it is caught up (for
-// as_of) this often.
+// Shipping settings not worth a knob: a batch is at most this many clicks
+// (4 placeholders per aggregated row stay under MySQL's 65,535), an idle
+// shipper looks again this often and says it is caught up (for as_of)
+// this often. A batch costs MySQL one row per link-hour and link-day-host
+// in it however many clicks it holds, so fewer, larger batches are
+// cheaper (make bench: with 200 ms and 2,000-click batches the stack
+// spent ~14% more CPU per redirect with counting on than off).
 const (
-	clicksBatch     = 2000
-	clicksPoll      = 200 * time.Millisecond
+	clicksBatch     = 10000
+	clicksPoll      = time.Second
 	clicksHeartbeat = 2 * time.Second
 )
 
