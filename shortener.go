@@ -54,6 +54,9 @@ func (l Link) Gone(now time.Time) bool {
 
 // Idempotency identifies a create that may be retried.
 type Idempotency struct {
+	// Scope is who sent the key (a hash of the API key's owner identity
+	// or of the client address): keys of different scopes never meet.
+	Scope       string
 	Key         string
 	RequestHash string    // hex SHA-256 of the normalised request
 	ExpiresAt   time.Time // the key may be reused for another request after this

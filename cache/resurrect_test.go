@@ -189,3 +189,54 @@ func waitSubscribed(t *testing.T, a, b *Cache) {
 		}
 	}
 }
+
+// TestAllowIsShared: two instances draw on one budget per key (burst 10,
+// 1/s): together they admit 10 requests at once, not 10 each; another key
+// has its own budget.
+func TestAllowIsShared(t *testing.T) {
+	a, _, s := newTestCache(t, testConfig())
+	b, err := New(testConfig(func(c *Config) { c.MasterName, c.SentinelAddrs = s.MasterName(), s.SentinelAddrs() }),
+		testLinks(1), &fakeOutbox{}, quietLog(), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	ctx := context.Background()
+	// The first calls may meet a cold pool; poll until Redis answers.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, _, err := a.Allow(ctx, "warm", 1000, 1000); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Redis never answered the limiter")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	allowed := 0
+	var lastWait time.Duration
+	for i := range 30 {
+		c := a
+		if i%2 == 1 {
+			c = b
+		}
+		ok, wait, err := c.Allow(ctx, "addr:192.0.2.1", 1, 10)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		if ok {
+			allowed++
+		} else {
+			lastWait = wait
+		}
+	}
+	if allowed < 10 || allowed > 11 { // 11: a token may refill during the loop
+		t.Errorf("two instances admitted %d of 30 requests at burst 10, want 10 in all", allowed)
+	}
+	if lastWait <= 0 || lastWait > time.Second {
+		t.Errorf("refused request's wait %s, want within one interval (1 s)", lastWait)
+	}
+	if ok, _, err := b.Allow(ctx, "addr:192.0.2.2", 1, 10); !ok || err != nil {
+		t.Errorf("another address: %v, %v; want allowed", ok, err)
+	}
+}

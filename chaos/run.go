@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,11 +84,18 @@ func DefaultConfig() Config {
 type Target struct {
 	BaseURL string
 	Apps    []App
+	// APIKey, if set, is sent as X-Api-Key with every request: creates
+	// then draw on the key's own limit, not an anonymous address's.
+	APIKey string
 }
 
-// StackTarget is the stack's nginx and its apps.
+// StackTarget is the stack's nginx and its apps, with the stack's API key
+// (the api-key file in its directory) when it has one.
 func StackTarget(s *stack.Stack) Target {
 	t := Target{BaseURL: s.BaseURL()}
+	if b, err := os.ReadFile(filepath.Join(s.Dir(), "api-key")); err == nil {
+		t.APIKey = strings.TrimSpace(string(b))
+	}
 	for _, p := range s.Apps() {
 		t.Apps = append(t.Apps, App{Name: p.Name, URL: "http://" + p.Addr()})
 	}
@@ -127,7 +137,7 @@ func NewRunner(s *stack.Stack, t Target, cfg Config, live io.Writer) (*Runner, e
 		t:      t,
 		cfg:    cfg,
 		live:   live,
-		client: NewClient(cfg.MaxInFlight),
+		client: withAPIKey(NewClient(cfg.MaxInFlight), t.APIKey),
 		probe: &http.Client{
 			Timeout:   2 * time.Second,
 			Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
@@ -413,4 +423,24 @@ func appNames(apps []App) []string {
 		out[i] = a.Name
 	}
 	return out
+}
+
+// withAPIKey makes c send key as X-Api-Key with every request ("" leaves
+// c as it is).
+func withAPIKey(c *http.Client, key string) *http.Client {
+	if key != "" {
+		c.Transport = keyTransport{next: c.Transport, key: key}
+	}
+	return c
+}
+
+type keyTransport struct {
+	next http.RoundTripper
+	key  string
+}
+
+func (t keyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Api-Key", t.key)
+	return t.next.RoundTrip(r)
 }

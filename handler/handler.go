@@ -11,8 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
+	"net/netip"
 	"shortener"
 	"strconv"
 	"strings"
@@ -20,7 +20,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-	"golang.org/x/time/rate"
 )
 
 // openAPI describes every route; TestOpenAPICoversRoutes keeps the two
@@ -73,10 +72,21 @@ type Config struct {
 	Instance string // name sent in X-Served-By, e.g. "app1"
 	// AnonymousCreate lets clients without an API key create links.
 	AnonymousCreate bool
-	// CreateRate limits link creation per client address (per second,
-	// with CreateBurst, at least 1, at once); 0 turns the limit off.
-	CreateRate  float64
-	CreateBurst int
+	// CreateRate limits anonymous link creation per client address (per
+	// second, with CreateBurst, at least 1, at once), over all instances
+	// together; 0 turns the limit off. KeyCreateRate and KeyCreateBurst
+	// do the same per API key.
+	CreateRate     float64
+	CreateBurst    int
+	KeyCreateRate  float64
+	KeyCreateBurst int
+	// TrustedProxies are the peers whose X-Real-IP names the client
+	// (nginx); from anyone else the peer is the client.
+	TrustedProxies []netip.Prefix
+	// ReferrerPolicy is sent with every redirect; PermanentMaxAge bounds
+	// how long browsers may cache a 301 or 308.
+	ReferrerPolicy  string
+	PermanentMaxAge time.Duration
 	// Policy decides which target URLs are accepted.
 	Policy URLPolicy
 	// IdempotencyTTL is how long an Idempotency-Key replays its first
@@ -103,6 +113,7 @@ type Deps struct {
 	Ready       Pinger       // readiness: can the instance serve?
 	Metrics     http.Handler // GET /metrics; nil: not served
 	Trending    Trender      // GET /api/v1/trending; nil: 404
+	Limiter     Limiter      // shared create limits; nil: per instance
 	Log         *slog.Logger
 	Now         func() time.Time
 }
@@ -116,7 +127,13 @@ type Handler struct {
 	e      *echo.Echo
 	site   *site // the pages' templates and assets; nil without pages
 	agents *agentCache
+
+	// Header values of every redirect, built once.
+	permanentCache, referrerPolicy []string
 }
+
+// noStore is the Cache-Control of temporary redirects.
+var noStore = []string{"private, max-age=0"}
 
 // maxBody caps request bodies: a create is a small JSON object. nginx's
 // client_max_body_size is above it, so an oversized body gets this
@@ -133,6 +150,12 @@ func (c Config) validate() error {
 	if c.CreateRate < 0 || (c.CreateRate > 0 && c.CreateBurst < 1) {
 		errs = append(errs, fmt.Errorf("create limit: need rate (%g) >= 0 and, while limited, burst (%d) >= 1", c.CreateRate, c.CreateBurst))
 	}
+	if c.KeyCreateRate < 0 || (c.KeyCreateRate > 0 && c.KeyCreateBurst < 1) {
+		errs = append(errs, fmt.Errorf("key create limit: need rate (%g) >= 0 and, while limited, burst (%d) >= 1", c.KeyCreateRate, c.KeyCreateBurst))
+	}
+	if c.ReferrerPolicy == "" || c.PermanentMaxAge <= 0 {
+		errs = append(errs, fmt.Errorf("redirects: need a Referrer-Policy (%q) and a positive max-age for permanent ones (%s)", c.ReferrerPolicy, c.PermanentMaxAge))
+	}
 	return errors.Join(errs...)
 }
 
@@ -145,7 +168,10 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	h := &Handler{cfg: cfg, policy: cfg.Policy, d: d, log: d.Log, agents: newAgentCache()}
+	h := &Handler{
+		permanentCache: []string{"public, max-age=" + strconv.Itoa(int(cfg.PermanentMaxAge/time.Second))},
+		referrerPolicy: []string{cfg.ReferrerPolicy},
+		cfg:            cfg, policy: cfg.Policy, d: d, log: d.Log, agents: newAgentCache()}
 	if cfg.Pages {
 		s, err := newSite()
 		if err != nil {
@@ -156,10 +182,9 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = h.handleError
-	// The real client address comes from nginx's X-Real-IP, trusted only
-	// when the peer is on loopback (nginx runs beside the apps).
-	e.IPExtractor = echo.ExtractIPFromRealIPHeader(
-		echo.TrustLoopback(true), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false))
+	// The real client address comes from the proxy's X-Real-IP, trusted
+	// only when the peer is a configured proxy.
+	e.IPExtractor = realIP(cfg.TrustedProxies)
 	e.Use(middleware.Recover())
 	e.Use(middleware.RequestID()) // keeps an incoming X-Request-Id
 	e.Use(h.servedBy)
@@ -178,7 +203,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		createMW = append(createMW, h.requireKey)
 	}
 	var limitMW []echo.MiddlewareFunc // shared by the API and the web form
-	if cfg.CreateRate > 0 {
+	if cfg.CreateRate > 0 || cfg.KeyCreateRate > 0 {
 		limitMW = append(limitMW, h.createLimit())
 	}
 	createMW = append(createMW, limitMW...)
@@ -253,10 +278,17 @@ func (h *Handler) redirect(c echo.Context) error {
 	}
 	// Redirects are not cached by browsers or proxies unless the link
 	// itself asked for a permanent redirect: a cached 302 would hide
-	// later deletes and every click after the first.
+	// later deletes and every click after the first. A permanent one is
+	// cached for a bounded time only, so a deleted or expired link does
+	// not live on in browsers for ever. The values are built once in New:
+	// this is the hot path.
+	hd := c.Response().Header()
 	if l.Redirect != http.StatusMovedPermanently && l.Redirect != http.StatusPermanentRedirect {
-		c.Response().Header().Set("Cache-Control", "private, max-age=0")
+		hd["Cache-Control"] = noStore
+	} else {
+		hd["Cache-Control"] = h.permanentCache
 	}
+	hd["Referrer-Policy"] = h.referrerPolicy
 	status := l.Redirect
 	if status == 0 {
 		status = http.StatusFound
@@ -289,22 +321,4 @@ func plausibleCode(code string) bool {
 		}
 	}
 	return true
-}
-
-// createLimit limits link creation per client address with a token bucket
-// each (Echo's rate limiter over golang.org/x/time/rate; idle buckets are
-// dropped after three minutes). The address is nginx's X-Real-IP, trusted
-// only from loopback (see New). Over the limit is 429 with Retry-After.
-func (h *Handler) createLimit() echo.MiddlewareFunc {
-	retry := strconv.Itoa(max(1, int(math.Ceil(1/h.cfg.CreateRate))))
-	return middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
-		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
-			Rate: rate.Limit(h.cfg.CreateRate), Burst: h.cfg.CreateBurst, ExpiresIn: 3 * time.Minute,
-		}),
-		IdentifierExtractor: func(c echo.Context) (string, error) { return c.RealIP(), nil },
-		DenyHandler: func(c echo.Context, _ string, _ error) error {
-			c.Response().Header().Set("Retry-After", retry)
-			return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: "too many links created from this address; retry after " + retry + " s"}
-		},
-	})
 }

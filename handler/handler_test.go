@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"shortener"
@@ -91,8 +90,9 @@ func (f *fakeLinks) CreateIdempotent(ctx context.Context, l shortener.Link, idem
 		f.keys = map[string]shortener.Idempotency{}
 		f.keyCode = map[string]string{}
 	}
-	if prev, ok := f.keys[idem.Key]; ok {
-		code := f.keyCode[idem.Key]
+	k := idem.Scope + "\n" + idem.Key // keys are the scope's own, as in the store
+	if prev, ok := f.keys[k]; ok {
+		code := f.keyCode[k]
 		f.mu.Unlock()
 		if prev.RequestHash != idem.RequestHash {
 			return shortener.Link{}, false, shortener.ErrKeyReused
@@ -100,7 +100,7 @@ func (f *fakeLinks) CreateIdempotent(ctx context.Context, l shortener.Link, idem
 		l, err := f.Link(ctx, code)
 		return l, true, err
 	}
-	f.keys[idem.Key], f.keyCode[idem.Key] = idem, l.Code
+	f.keys[k], f.keyCode[k] = idem, l.Code
 	f.mu.Unlock()
 	return l, false, f.Create(ctx, l)
 }
@@ -155,6 +155,12 @@ func mustNew(cfg Config, d Deps) *Handler {
 	if cfg.IdempotencyTTL == 0 {
 		cfg.IdempotencyTTL = 24 * time.Hour
 	}
+	if cfg.ReferrerPolicy == "" {
+		cfg.ReferrerPolicy = "strict-origin-when-cross-origin"
+	}
+	if cfg.PermanentMaxAge == 0 {
+		cfg.PermanentMaxAge = time.Hour
+	}
 	h, err := New(cfg, d)
 	if err != nil {
 		panic(err)
@@ -177,7 +183,7 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: got error %v, want one containing %q", tt.name, err, tt.want)
 		}
 	}
-	if _, err := New(Config{IdempotencyTTL: time.Hour}, Deps{Log: discardLogger()}); err != nil {
+	if _, err := New(Config{IdempotencyTTL: time.Hour, ReferrerPolicy: "no-referrer", PermanentMaxAge: time.Hour}, Deps{Log: discardLogger()}); err != nil {
 		t.Errorf("unlimited creates: %v", err)
 	}
 }
@@ -616,42 +622,106 @@ func TestCreateNeedsKeyWhenAnonymousOff(t *testing.T) {
 	}
 }
 
+// sharedLimiter is a Limiter every "instance" of a test shares: one token
+// bucket per key, as Redis keeps them.
+type sharedLimiter struct {
+	mu      sync.Mutex
+	buckets map[string]int // tokens used; no refill within a test
+	down    bool
+}
+
+func (s *sharedLimiter) Allow(_ context.Context, key string, _ float64, burst int) (bool, time.Duration, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return false, 0, errors.New("redis down")
+	}
+	if s.buckets[key] >= burst {
+		return false, time.Second, nil
+	}
+	s.buckets[key]++
+	return true, 0, nil
+}
+
+// TestCreateRateLimit: anonymous creates are limited per client address
+// over all instances together, keyed ones per key with their own budget;
+// X-Real-IP is believed only from a configured proxy; with the shared
+// store down each instance still limits on its own. Refused creates store
+// nothing.
 func TestCreateRateLimit(t *testing.T) {
 	f := newFakeLinks()
-	h := mustNew(Config{BaseURL: "http://sho.rt", AnonymousCreate: true, CreateRate: 1, CreateBurst: 3},
-		Deps{Resolver: f, Links: f, IDs: &seqIDs{}, Log: discardLogger()})
-	post := func(ip string) *httptest.ResponseRecorder {
+	lim := &sharedLimiter{buckets: map[string]int{}}
+	proxies, _ := ParseProxies([]string{"127.0.0.1"})
+	var apps [2]*Handler
+	for i := range apps {
+		apps[i] = mustNew(Config{BaseURL: "http://sho.rt", AnonymousCreate: true, CreateRate: 1, CreateBurst: 3,
+			KeyCreateRate: 1000, KeyCreateBurst: 5, TrustedProxies: proxies},
+			Deps{Resolver: f, Links: f, IDs: &seqIDs{n: int64(i) * 1000}, Log: discardLogger(), Limiter: lim,
+				Keys: NewKeyring(nil, []string{"k3y"}, nil, time.Second, time.Now, nil)})
+	}
+	post := func(app int, peer, realIP, key string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", "/api/v1/links", strings.NewReader(`{"url":"https://example.com/"}`))
-		req.RemoteAddr = "127.0.0.1:5000" // nginx, trusted to name the client
-		req.Header.Set("X-Real-IP", ip)
+		req.RemoteAddr = peer + ":5000"
+		if realIP != "" {
+			req.Header.Set("X-Real-IP", realIP)
+		}
+		if key != "" {
+			req.Header.Set("X-Api-Key", key)
+		}
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
+		apps[app].ServeHTTP(rec, req)
 		return rec
 	}
-	for i := range 3 {
-		if rec := post("192.0.2.1"); rec.Code != 201 {
-			t.Fatalf("create %d within the burst: %d %s", i, rec.Code, rec.Body)
+	for _, tt := range []struct {
+		name                string
+		app                 int
+		peer, realIP, key   string
+		status, storedAfter int
+	}{
+		{"first via nginx", 0, "127.0.0.1", "192.0.2.1", "", 201, 1},
+		{"second via the other app", 1, "127.0.0.1", "192.0.2.1", "", 201, 2},
+		{"third", 0, "127.0.0.1", "192.0.2.1", "", 201, 3},
+		{"fourth: the budget is shared", 1, "127.0.0.1", "192.0.2.1", "", 429, 3},
+		{"another address", 0, "127.0.0.1", "192.0.2.2", "", 201, 4},
+		{"spoofed X-Real-IP from a remote peer counts for the peer", 0, "198.51.100.7", "192.0.2.9", "", 201, 5},
+		{"spoofed X-Real-IP from another loopback process", 0, "127.0.0.2", "192.0.2.9", "", 201, 6},
+		{"the named client's budget is untouched", 0, "127.0.0.1", "192.0.2.9", "", 201, 7},
+		{"a key has its own budget", 0, "127.0.0.1", "192.0.2.1", "k3y", 201, 8},
+		{"wrong key is 401, not anonymous", 0, "127.0.0.1", "192.0.2.3", "nope", 401, 8},
+	} {
+		rec := post(tt.app, tt.peer, tt.realIP, tt.key)
+		if rec.Code != tt.status || f.creates != tt.storedAfter {
+			t.Errorf("%s: got %d %s with %d stored, want %d with %d", tt.name, rec.Code, rec.Body, f.creates, tt.status, tt.storedAfter)
+		}
+		if rec.Code == 429 && (rec.Header().Get("Retry-After") != "1" || errCode(t, rec) != CodeRateLimited) {
+			t.Errorf("%s: Retry-After %q %s, want 1 and rate_limited", tt.name, rec.Header().Get("Retry-After"), rec.Body)
 		}
 	}
-	rec := post("192.0.2.1")
-	if rec.Code != 429 || rec.Header().Get("Retry-After") != "1" || errCode(t, rec) != CodeRateLimited {
-		t.Fatalf("create over the limit: %d Retry-After %q %s, want 429 with Retry-After 1", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	if got := lim.buckets["addr:192.0.2.9"]; got != 1 {
+		t.Errorf("bucket of the spoofed address used %d times, want 1 (only its own request)", got)
 	}
-	if rec := post("192.0.2.2"); rec.Code != 201 {
-		t.Errorf("another client address: %d, want 201", rec.Code)
+	// The shared store is down: each instance limits on its own.
+	lim.mu.Lock()
+	lim.down = true
+	lim.mu.Unlock()
+	codes := map[int]int{}
+	for range 5 {
+		codes[post(0, "127.0.0.1", "192.0.2.50", "").Code]++
 	}
-	if f.creates != 4 {
-		t.Errorf("%d links stored, want 4 (the limited request stores nothing)", f.creates)
+	if codes[201] != 3 || codes[429] != 2 {
+		t.Errorf("with the shared limiter down: %v, want 3 created and 2 limited by the local bucket", codes)
 	}
-	// X-Real-IP from a peer that is not loopback is not trusted.
-	req := httptest.NewRequest("POST", "/api/v1/links", strings.NewReader(`{"url":"https://example.com/"}`))
-	req.RemoteAddr = "198.51.100.7:5000"
-	req.Header.Set("X-Real-IP", "192.0.2.9")
-	for range 3 {
-		h.ServeHTTP(httptest.NewRecorder(), req)
-		req.Body = io.NopCloser(strings.NewReader(`{"url":"https://example.com/"}`))
+}
+
+// TestLocalLimiterBounded: a flood of distinct addresses cannot grow the
+// per-instance limiter past its bound.
+func TestLocalLimiterBounded(t *testing.T) {
+	l := newLocalLimiter(100)
+	for i := range 10_000 {
+		l.allow(fmt.Sprintf("addr:10.0.%d.%d", i/256, i%256), 1, 10)
 	}
-	if rec := post("192.0.2.9"); rec.Code != 201 {
-		t.Errorf("spoofed X-Real-IP from a remote peer spent the named client's budget: %d", rec.Code)
+	l.buckets.CleanUp()
+	if n := l.buckets.EstimatedSize(); n > 100 {
+		t.Errorf("%d buckets kept, want at most 100", n)
 	}
 }

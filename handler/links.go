@@ -58,10 +58,7 @@ func (h *Handler) create(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if key != "" {
-		key = scopedKey(callerOf(c), c.RealIP(), key)
-	}
-	l, replayed, err := h.createLink(c.Request().Context(), req, key, callerOf(c).Owner)
+	l, replayed, err := h.createLink(c.Request().Context(), req, key, keyScope(callerOf(c), c.RealIP()), callerOf(c).Owner)
 	if err != nil {
 		return err
 	}
@@ -81,7 +78,7 @@ func (h *Handler) create(c echo.Context) error {
 // anonymous link), under the Idempotency-Key key if not "", then warms
 // the cache. The API's create and the web form share it, so both accept
 // and refuse exactly the same links.
-func (h *Handler) createLink(ctx context.Context, req createRequest, key, owner string) (shortener.Link, bool, error) {
+func (h *Handler) createLink(ctx context.Context, req createRequest, key, scope, owner string) (shortener.Link, bool, error) {
 	u, err := h.policy.Validate(req.URL)
 	if err != nil {
 		return shortener.Link{}, false, err
@@ -106,7 +103,7 @@ func (h *Handler) createLink(ctx context.Context, req createRequest, key, owner 
 		}
 		l.ExpiresAt = req.ExpiresAt.UTC().Truncate(time.Millisecond)
 	}
-	l, replayed, err := h.insert(ctx, l, req.Alias, key, now)
+	l, replayed, err := h.insert(ctx, l, req.Alias, key, scope, now)
 	if err != nil {
 		return shortener.Link{}, false, err
 	}
@@ -225,7 +222,7 @@ const codeAttempts = 3
 // insert stores l under a freshly drawn ID and code, drawing again if the
 // code is taken, and under the idempotency key if there is one. With an
 // alias, the alias is the code and a taken alias is final (409).
-func (h *Handler) insert(ctx context.Context, l shortener.Link, alias, key string, now time.Time) (shortener.Link, bool, error) {
+func (h *Handler) insert(ctx context.Context, l shortener.Link, alias, key, scope string, now time.Time) (shortener.Link, bool, error) {
 	var err error
 	for range codeAttempts {
 		l.ID, l.Code = h.d.IDs.Next()
@@ -241,6 +238,7 @@ func (h *Handler) insert(ctx context.Context, l shortener.Link, alias, key strin
 			var got shortener.Link
 			var replayed bool
 			got, replayed, err = h.d.Links.CreateIdempotent(ctx, l, shortener.Idempotency{
+				Scope:       scope,
 				Key:         key,
 				RequestHash: requestHash(l, alias),
 				ExpiresAt:   now.Add(h.cfg.IdempotencyTTL),
@@ -300,15 +298,14 @@ func requestHash(l shortener.Link, alias string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// scopedKey is the Idempotency-Key as stored: hashed together with who
-// sent it (the API key's owner identity, or the client address for an
-// anonymous create), so one client can neither replay another's answer
-// nor squat another's key.
-func scopedKey(caller shortener.Caller, clientAddr, key string) string {
+// keyScope is who an Idempotency-Key belongs to: the API key's owner
+// identity, or the client address for an anonymous create, hashed. One
+// client can then neither replay another's answer nor squat another's key.
+func keyScope(caller shortener.Caller, clientAddr string) string {
 	scope := "addr:" + clientAddr
 	if caller.Keyed() {
 		scope = "key:" + caller.Owner
 	}
-	sum := sha256.Sum256([]byte(scope + "\n" + key))
+	sum := sha256.Sum256([]byte(scope))
 	return hex.EncodeToString(sum[:])
 }

@@ -3,6 +3,7 @@ package handler
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"shortener"
 	"strings"
 	"testing"
 )
@@ -102,5 +103,26 @@ func TestIdempotencyScope(t *testing.T) {
 	}
 	if rec := post(`{"url":"https://a.example/","alias":"first"}`, "k1", "k3y", "192.0.2.1"); rec.Code != 410 || errCode(t, rec) != CodeGone {
 		t.Errorf("replay of a deleted link: got %d %s, want 410 gone", rec.Code, rec.Body)
+	}
+}
+
+// TestRedirectHeaders: every redirect carries the configured
+// Referrer-Policy; permanent ones a bounded max-age, temporary ones none.
+func TestRedirectHeaders(t *testing.T) {
+	f := newFakeLinks()
+	for _, r := range []int{301, 302, 307, 308} {
+		code := "r" + strings.Repeat("x", r-300)
+		f.links[code] = shortener.Link{Code: code, URL: "https://example.com/", Redirect: r}
+	}
+	h := newTestHandler(f)
+	for _, tt := range []struct {
+		redirect int
+		cache    string
+	}{{301, "public, max-age=3600"}, {302, "private, max-age=0"}, {307, "private, max-age=0"}, {308, "public, max-age=3600"}} {
+		rec := do(h, "GET", "/r"+strings.Repeat("x", tt.redirect-300), "")
+		if rec.Code != tt.redirect || rec.Header().Get("Cache-Control") != tt.cache || rec.Header().Get("Referrer-Policy") != "strict-origin-when-cross-origin" {
+			t.Errorf("%d: got %d Cache-Control %q Referrer-Policy %q, want %q and strict-origin-when-cross-origin",
+				tt.redirect, rec.Code, rec.Header().Get("Cache-Control"), rec.Header().Get("Referrer-Policy"), tt.cache)
+		}
 	}
 }

@@ -110,9 +110,9 @@ func (h *Handler) shorten(c echo.Context) error {
 		Idem:     r.PostForm.Get("idem"),
 	}
 	p.Form = f
-	req, key, owner, status := h.formRequest(c, f, p.Errors)
+	req, key, scope, owner, status := h.formRequest(c, f, p.Errors)
 	if len(p.Errors) == 0 {
-		l, _, err := h.createLink(r.Context(), req, key, owner)
+		l, _, err := h.createLink(r.Context(), req, key, scope, owner)
 		if err == nil {
 			v := h.view(l)
 			p.Result = &v
@@ -135,10 +135,10 @@ func (h *Handler) shorten(c echo.Context) error {
 }
 
 // formRequest turns the typed form into the API's create request; what it
-// cannot accept goes into errs. It also returns the Idempotency-Key, the
+// cannot accept goes into errs. It also returns the Idempotency-Key, its scope, the
 // owner of the new link (the API key kept in the browser, if any) and the
 // status to answer if errs is not empty.
-func (h *Handler) formRequest(c echo.Context, f shortenForm, errs map[string]string) (createRequest, string, string, int) {
+func (h *Handler) formRequest(c echo.Context, f shortenForm, errs map[string]string) (createRequest, string, string, string, int) {
 	status := http.StatusBadRequest
 	req := createRequest{URL: f.URL, Alias: f.Alias}
 	if f.URL == "" {
@@ -183,10 +183,7 @@ func (h *Handler) formRequest(c echo.Context, f shortenForm, errs map[string]str
 		errs[""] = "creating links needs an API key: enter yours on a link's stats page first"
 		status = http.StatusUnauthorized
 	}
-	if key != "" {
-		key = scopedKey(caller, c.RealIP(), key) // as the API stores it
-	}
-	return req, key, caller.Owner, status
+	return req, key, keyScope(caller, c.RealIP()), caller.Owner, status // scoped as the API scopes it
 }
 
 // parseFormTime reads a datetime-local value ("2027-01-31T23:59", seconds

@@ -24,6 +24,10 @@ func TestRender(t *testing.T) {
 		"server 127.0.0.1:18081 max_fails=1", "server 127.0.0.1:18082 max_fails=1",
 		"listen 127.0.0.1:18080", "limit_req_status 429", "rate=100r/s", "burst=200 nodelay", "keepalive_timeout 4s",
 		"proxy_next_upstream error timeout http_502 http_504;",
+		// Issue 16: hygiene, and the operational endpoints kept off the
+		// public server; keyed creates are left to the apps' per-key limit.
+		"worker_processes auto;", "client_header_timeout 10s;", "client_body_timeout 10s;", "limit_conn peraddr 256;",
+		"location = /metrics { return 404; }", "location = /readyz  { return 404; }", `"POST:"  $binary_remote_addr;`,
 	} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("rendered config lacks %q", want)

@@ -65,16 +65,21 @@ func appEnv(p *Proc) ([]string, error) {
 		"SHORTENER_REDIS_SENTINELS=" + strings.Join(p.s.SentinelAddrs(), ","),
 		"SHORTENER_CLICKS_DIR=" + filepath.Join(p.dir(), "clicks"),
 	}
-	if st.APIKeyFile != "" {
-		b, err := os.ReadFile(st.APIKeyFile)
+	for _, secret := range []struct{ file, env string }{
+		{st.APIKeyFile, "SHORTENER_API_KEY"}, {st.CodeKeyFile, "SHORTENER_CODE_KEY"},
+	} {
+		if secret.file == "" {
+			continue
+		}
+		b, err := os.ReadFile(secret.file)
 		if err != nil {
-			return nil, fmt.Errorf("read API key: %w", err)
+			return nil, fmt.Errorf("read %s: %w", secret.env, err)
 		}
 		key := strings.TrimSpace(string(b))
 		if key == "" {
-			return nil, fmt.Errorf("read API key: %s is empty", st.APIKeyFile)
+			return nil, fmt.Errorf("read %s: %s is empty", secret.env, secret.file)
 		}
-		env = append(env, "SHORTENER_API_KEY="+key)
+		env = append(env, secret.env+"="+key)
 	}
 	return append(env, st.AppEnv...), nil
 }

@@ -136,6 +136,9 @@ type Config struct {
 	// SHORTENER_API_KEY. It is read at each app start, so that the key
 	// never lands in stack.json.
 	APIKeyFile string
+	// CodeKeyFile, if set, names a file whose contents every app gets as
+	// SHORTENER_CODE_KEY, read the same way.
+	CodeKeyFile string
 	// NginxPort is nginx's port; 0 picks a free port.
 	NginxPort int
 	// NginxConf renders nginx.conf from the stack's final ports and paths;
@@ -245,6 +248,11 @@ func (cfg Config) appsWithDefaults() (Config, error) {
 	if cfg.APIKeyFile != "" {
 		if cfg.APIKeyFile, err = filepath.Abs(cfg.APIKeyFile); err != nil {
 			return cfg, fmt.Errorf("%w: API key file: %v", ErrConfig, err)
+		}
+	}
+	if cfg.CodeKeyFile != "" {
+		if cfg.CodeKeyFile, err = filepath.Abs(cfg.CodeKeyFile); err != nil {
+			return cfg, fmt.Errorf("%w: code key file: %v", ErrConfig, err)
 		}
 	}
 	reserved := map[string]bool{"mysql": true, "nginx": true}

@@ -26,6 +26,7 @@ type state struct {
 	AppBinary         string      `json:"app_binary,omitempty"`
 	AppEnv            []string    `json:"app_env,omitempty"`
 	APIKeyFile        string      `json:"api_key_file,omitempty"`
+	CodeKeyFile       string      `json:"code_key_file,omitempty"`
 	Procs             []procState `json:"procs"`
 }
 
@@ -54,6 +55,7 @@ func newState(cfg Config) (state, error) {
 		AppBinary:         cfg.AppBinary,
 		AppEnv:            cfg.AppEnv,
 		APIKeyFile:        cfg.APIKeyFile,
+		CodeKeyFile:       cfg.CodeKeyFile,
 	}
 	want := []int{cfg.MySQLPort}
 	want = append(want, cfg.RedisPorts[:]...)

@@ -42,13 +42,13 @@ func (s *Store) createIdempotent(ctx context.Context, l shortener.Link, idem sho
 	// lock and then see it taken. (Deleting an expired key first would
 	// take gap locks on which first-time requests deadlock.)
 	_, err = tx.ExecContext(ctx,
-		"INSERT INTO idempotency_keys (idem_key, request_hash, code, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
-		idem.Key, idem.RequestHash, l.Code, now, idem.ExpiresAt.UTC())
+		"INSERT INTO idempotency_keys (scope, idem_key, request_hash, code, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+		idem.Scope, idem.Key, idem.RequestHash, l.Code, now, idem.ExpiresAt.UTC())
 	var me *mysql.MySQLError
 	switch {
 	case errors.As(err, &me) && me.Number == 1062: // the key is taken
 		var expires time.Time
-		if err := tx.QueryRowContext(ctx, "SELECT expires_at FROM idempotency_keys WHERE idem_key = ?", idem.Key).Scan(&expires); err != nil {
+		if err := tx.QueryRowContext(ctx, "SELECT expires_at FROM idempotency_keys WHERE scope = ? AND idem_key = ?", idem.Scope, idem.Key).Scan(&expires); err != nil {
 			return shortener.Link{}, false, fmt.Errorf("create link %s: read key: %w: %w", l.Code, shortener.ErrUnavailable, err)
 		}
 		if expires.After(now) { // live: replay the first answer
@@ -57,8 +57,8 @@ func (s *Store) createIdempotent(ctx context.Context, l shortener.Link, idem sho
 		}
 		// Expired: the key is free again; claim it.
 		res, err := tx.ExecContext(ctx,
-			"UPDATE idempotency_keys SET request_hash = ?, code = ?, created_at = ?, expires_at = ? WHERE idem_key = ? AND expires_at <= ?",
-			idem.RequestHash, l.Code, now, idem.ExpiresAt.UTC(), idem.Key, now)
+			"UPDATE idempotency_keys SET request_hash = ?, code = ?, created_at = ?, expires_at = ? WHERE scope = ? AND idem_key = ? AND expires_at <= ?",
+			idem.RequestHash, l.Code, now, idem.ExpiresAt.UTC(), idem.Scope, idem.Key, now)
 		if err != nil {
 			return shortener.Link{}, false, fmt.Errorf("create link %s: reclaim key: %w: %w", l.Code, shortener.ErrUnavailable, err)
 		}
@@ -82,7 +82,7 @@ func (s *Store) createIdempotent(ctx context.Context, l shortener.Link, idem sho
 func (s *Store) replay(ctx context.Context, idem shortener.Idempotency) (shortener.Link, bool, error) {
 	var hash, code string
 	err := s.db.QueryRowContext(ctx,
-		"SELECT request_hash, code FROM idempotency_keys WHERE idem_key = ?", idem.Key).Scan(&hash, &code)
+		"SELECT request_hash, code FROM idempotency_keys WHERE scope = ? AND idem_key = ?", idem.Scope, idem.Key).Scan(&hash, &code)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		// Expired and removed between our insert and this read: rare;

@@ -120,3 +120,33 @@ func TestPurgeIdempotencyKeys(t *testing.T) {
 		t.Errorf("second purge: %d, %v; want 0", n, err)
 	}
 }
+
+// TestIdempotencyScopes: one Idempotency-Key in two scopes (two callers)
+// makes two links; in one scope it replays.
+func TestIdempotencyScopes(t *testing.T) {
+	s := stacktest.Start(t)
+	st := openStore(t, s.MySQLDSN())
+	ctx := context.Background()
+	if err := st.Migrate(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for i, tt := range []struct {
+		scope, code  string
+		wantCode     string
+		wantReplayed bool
+	}{
+		{"caller-a", "sa", "sa", false},
+		{"caller-b", "sb", "sb", false},
+		{"caller-a", "sc", "sa", true},
+	} {
+		l := shortener.Link{ID: int64(i + 1), Code: tt.code, URL: "https://example.com/", Redirect: 302, CreatedAt: now}
+		got, replayed, err := st.CreateIdempotent(ctx, l, shortener.Idempotency{Scope: tt.scope, Key: "same-key", RequestHash: "h", ExpiresAt: now.Add(time.Hour)})
+		if err != nil || got.Code != tt.wantCode || replayed != tt.wantReplayed {
+			t.Errorf("scope %s: %s replayed=%v %v; want %s replayed=%v", tt.scope, got.Code, replayed, err, tt.wantCode, tt.wantReplayed)
+		}
+	}
+	if _, err := st.Link(ctx, "sc"); err == nil {
+		t.Error("the replayed request stored a link")
+	}
+}

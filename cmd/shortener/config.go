@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"shortener/handler"
 	"shortener/idgen"
 	"shortener/store"
 )
@@ -59,12 +61,20 @@ type Config struct {
 	Anonymous     bool
 	CreateRate    float64
 	CreateBurst   int
-	IdemTTL       time.Duration
-	CodeKey       string
-	NodeLeaseTTL  time.Duration
-	SelfHosts     []string
-	DenyHosts     []string
-	AllowLocal    bool
+	// Per API key creates, the proxies whose X-Real-IP is believed, and
+	// what every redirect says about caching and referrers.
+	KeyCreateRate   float64
+	KeyCreateBurst  int
+	TrustedProxies  []netip.Prefix
+	ReferrerPolicy  string
+	PermanentMaxAge time.Duration
+	IdemTTL         time.Duration
+	CodeKey         string
+	DevCodeKey      bool
+	NodeLeaseTTL    time.Duration
+	SelfHosts       []string
+	DenyHosts       []string
+	AllowLocal      bool
 
 	// Trending: who may read it, and where this instance keeps the
 	// clicks Redis has not taken yet.
@@ -189,12 +199,19 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.dur(&c.L1NegativeTTL, "l1-negative-ttl", "SHORTENER_L1_NEGATIVE_TTL", time.Second, "how long an unknown code is remembered as unknown")
 	e.dur(&c.IdemTTL, "idempotency-ttl", "SHORTENER_IDEMPOTENCY_TTL", 24*time.Hour, "how long an Idempotency-Key replays its first answer")
 	e.dur(&c.NodeLeaseTTL, "node-lease-ttl", "SHORTENER_NODE_LEASE_TTL", 5*time.Second, "lease on the node ID in MySQL; a restart after a crash waits up to this long")
-	e.str(&c.CodeKey, "code-key", "SHORTENER_CODE_KEY", idgen.DefaultKey, "secret that permutes IDs into codes; the same on every instance, at least 16 bytes")
+	e.str(&c.CodeKey, "code-key", "SHORTENER_CODE_KEY", idgen.DefaultKey, "secret that permutes IDs into codes; the same on every instance, at least 16 bytes (required: the built-in one is public)")
+	e.boolean(&c.DevCodeKey, "dev-code-key", "SHORTENER_DEV_CODE_KEY", false, "allow the built-in code key, whose codes anyone can decode (development only)")
 	e.str(&selfHosts, "self-hosts", "SHORTENER_SELF_HOSTS", "", "comma-separated host names that also reach this shortener (links to them are loops); the base URL's host is always one")
 	e.str(&denyHosts, "deny-hosts", "SHORTENER_DENY_HOSTS", "", "comma-separated host names links may not point to (subdomains included)")
 	e.boolean(&c.AllowLocal, "allow-local-targets", "SHORTENER_ALLOW_LOCAL_TARGETS", false, "let links point at loopback, unspecified and link-local addresses and localhost names (development only)")
-	e.float(&c.CreateRate, "create-rate", "SHORTENER_CREATE_RATE", 100, "links a client address may create per second (0: no limit); nginx limits too")
-	e.int(&c.CreateBurst, "create-burst", "SHORTENER_CREATE_BURST", 200, "links a client address may create at once above the rate")
+	e.float(&c.CreateRate, "create-rate", "SHORTENER_CREATE_RATE", 1, "links an anonymous client address may create per second, over all instances together (0: no limit); nginx limits too")
+	e.int(&c.CreateBurst, "create-burst", "SHORTENER_CREATE_BURST", 10, "links an anonymous client address may create at once above the rate")
+	e.float(&c.KeyCreateRate, "key-create-rate", "SHORTENER_KEY_CREATE_RATE", 1000, "links one API key may create per second, over all instances together (0: no limit)")
+	e.int(&c.KeyCreateBurst, "key-create-burst", "SHORTENER_KEY_CREATE_BURST", 1000, "links one API key may create at once above the rate")
+	var proxies string
+	e.str(&proxies, "trusted-proxies", "SHORTENER_TRUSTED_PROXIES", "", "comma-separated addresses or CIDR prefixes of the proxies whose X-Real-IP names the client (e.g. 127.0.0.1 for the local nginx); empty: the peer is the client")
+	e.str(&c.ReferrerPolicy, "referrer-policy", "SHORTENER_REFERRER_POLICY", "strict-origin-when-cross-origin", "Referrer-Policy sent with every redirect")
+	e.dur(&c.PermanentMaxAge, "permanent-max-age", "SHORTENER_PERMANENT_MAX_AGE", time.Hour, "how long browsers may cache a 301 or 308 redirect")
 	e.boolean(&c.Anonymous, "anonymous-create", "SHORTENER_ANONYMOUS_CREATE", true, "let clients without an API key create links")
 	e.str(&c.APIKey, "api-key", "SHORTENER_API_KEY", "", "an API key from the configuration, besides those made with 'shortener keys create' (X-Api-Key)")
 	e.boolean(&c.TrendingKeyed, "trending-keyed", "SHORTENER_TRENDING_KEYED", false, "GET /api/v1/trending needs an API key")
@@ -242,6 +259,22 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 		c.TrendingSpool = filepath.Join(c.ClicksDir, "trending.spool")
 	case "-":
 		c.TrendingSpool = ""
+	}
+	if p, err := handler.ParseProxies(splitList(proxies)); err != nil {
+		errs = append(errs, fmt.Errorf("trusted proxies %q: %w", proxies, err))
+	} else {
+		c.TrustedProxies = p
+	}
+	if c.KeyCreateRate > 0 && c.KeyCreateBurst < 1 {
+		errs = append(errs, fmt.Errorf("key create burst must be at least 1 while the rate is limited, got %d", c.KeyCreateBurst))
+	}
+	if c.PermanentMaxAge < time.Second || c.ReferrerPolicy == "" {
+		errs = append(errs, fmt.Errorf("permanent max-age (%s) must be at least 1s and the referrer policy set", c.PermanentMaxAge))
+	}
+	if c.CodeKey == idgen.DefaultKey && !c.DevCodeKey {
+		// With the public key anyone can decode a code to its node and
+		// millisecond and compute the next codes.
+		errs = append(errs, errors.New("code key is the built-in default, which anyone can read in the source: set $SHORTENER_CODE_KEY to a random secret (the same on every instance), or $SHORTENER_DEV_CODE_KEY=true for development"))
 	}
 	if len(c.CodeKey) < idgen.MinKeyLen {
 		errs = append(errs, fmt.Errorf("code key must be at least %d bytes", idgen.MinKeyLen))

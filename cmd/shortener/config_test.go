@@ -2,12 +2,50 @@ package main
 
 import (
 	"io"
+	"maps"
 	"strings"
 	"testing"
 	"time"
+
+	"shortener/idgen"
 )
 
-func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+// envOf is getenv over m, with a code key unless m names one: the app
+// refuses the built-in key (TestCodeKeyRequired).
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string {
+		if v, ok := m[k]; ok || k != "SHORTENER_CODE_KEY" {
+			return v
+		}
+		return testCodeKey
+	}
+}
+
+const testCodeKey = "test-code-key-0123456789"
+
+// TestCodeKeyRequired: the built-in code key, which anyone can read in the
+// source and use to decode codes, is refused unless a development flag
+// allows it.
+func TestCodeKeyRequired(t *testing.T) {
+	base := map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d"}
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		ok   bool
+	}{
+		{"built-in key", map[string]string{"SHORTENER_CODE_KEY": idgen.DefaultKey}, false},
+		{"built-in key, dev flag", map[string]string{"SHORTENER_CODE_KEY": idgen.DefaultKey, "SHORTENER_DEV_CODE_KEY": "true"}, true},
+		{"no key at all", map[string]string{"SHORTENER_CODE_KEY": ""}, false},
+		{"a secret", map[string]string{"SHORTENER_CODE_KEY": "a-random-secret-of-32-bytes-long"}, true},
+	} {
+		env := maps.Clone(base)
+		maps.Copy(env, tt.env)
+		_, err := parseConfig(nil, envOf(env), io.Discard)
+		if (err == nil) != tt.ok || (err != nil && !strings.Contains(err.Error(), "code key")) {
+			t.Errorf("%s: error %v, want ok=%v", tt.name, err, tt.ok)
+		}
+	}
+}
 
 func TestParseConfig(t *testing.T) {
 	base := map[string]string{

@@ -100,6 +100,7 @@ func launchApp(tb testing.TB, s *stack.Stack, nodeID int, now func() time.Time, 
 		"SHORTENER_ADMIN_KEY":       testAPIKey,   // deletes links created anonymously
 		"SHORTENER_CLICKS_DIR":      tb.TempDir(), // one journal per instance
 		"SHORTENER_CREATE_RATE":     "0",          // tests create faster than a client may
+		"SHORTENER_CODE_KEY":        testCodeKey,
 	}
 	for i := 0; i+1 < len(extraEnv); i += 2 {
 		env[extraEnv[i]] = extraEnv[i+1]

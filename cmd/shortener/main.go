@@ -72,8 +72,8 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	}
 	log.Info("starting", "config", cfg)
 
-	if cfg.CodeKey == idgen.DefaultKey {
-		log.Warn("SHORTENER_CODE_KEY is the built-in default: codes hide their order only from those who have not read the source")
+	if cfg.CodeKey == idgen.DefaultKey { // only with SHORTENER_DEV_CODE_KEY
+		log.Warn("SHORTENER_CODE_KEY is the built-in default (allowed by SHORTENER_DEV_CODE_KEY): anyone can decode codes; never use it in production")
 	}
 	codec, err := idgen.NewCodec(cfg.CodeKey)
 	if err != nil {
@@ -156,6 +156,8 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	}
 	h, err := handler.New(handler.Config{BaseURL: cfg.BaseURL, Instance: cfg.Instance, AnonymousCreate: cfg.Anonymous,
 		CreateRate: cfg.CreateRate, CreateBurst: cfg.CreateBurst, IdempotencyTTL: cfg.IdemTTL,
+		KeyCreateRate: cfg.KeyCreateRate, KeyCreateBurst: cfg.KeyCreateBurst, TrustedProxies: cfg.TrustedProxies,
+		ReferrerPolicy: cfg.ReferrerPolicy, PermanentMaxAge: cfg.PermanentMaxAge,
 		TrendingKeyed: cfg.TrendingKeyed, Pages: true,
 		Policy: handler.NewURLPolicy(cfg.BaseURL, cfg.SelfHosts, cfg.DenyHosts, cfg.AllowLocal)}, handler.Deps{
 		Resolver:    c,
@@ -165,6 +167,7 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 		IDs:         ids,
 		Keys:        keyring,
 		Lister:      st,
+		Limiter:     c,
 		Ready:       st,
 		Metrics:     promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Trending:    trend,

@@ -43,8 +43,14 @@ var apps = [2]struct {
 	nodeID int
 }{{"app1", 1}, {"app2", 2}}
 
-// apiKeyFile is the local API key's file name in the state directory.
-const apiKeyFile = "api-key"
+// apiKeyFile is the local API key's file name in the state directory;
+// codeKeyFile the code permutation's secret, made once and kept, since
+// changing it would change how codes are made (the app refuses the
+// built-in one).
+const (
+	apiKeyFile  = "api-key"
+	codeKeyFile = "code-key"
+)
 
 // stackConfig is the whole local stack: "up" runs it on localPorts in
 // .stack/, the end-to-end tests on free ports in a temporary directory;
@@ -61,10 +67,13 @@ func stackConfig(dir, bin string, p ports, killWithParent bool, log *slog.Logger
 		Database:       "shortener",
 		AppBinary:      bin,
 		APIKeyFile:     filepath.Join(dir, apiKeyFile),
+		CodeKeyFile:    filepath.Join(dir, codeKeyFile),
 		NginxPort:      p.Nginx,
 		NginxConf:      renderNginx,
 		KillWithParent: killWithParent,
 		Log:            log,
+		// nginx runs on 127.0.0.1: its X-Real-IP names the client.
+		AppEnv: []string{"SHORTENER_TRUSTED_PROXIES=127.0.0.1"},
 	}
 	for i, a := range apps {
 		cfg.Apps = append(cfg.Apps, stack.App{Name: a.name, NodeID: a.nodeID, Port: p.Apps[i]})
@@ -77,8 +86,10 @@ func startStack(ctx context.Context, cfg stack.Config) (*stack.Stack, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("start stack: %w", err)
 	}
-	if err := ensureAPIKey(cfg.APIKeyFile); err != nil {
-		return nil, fmt.Errorf("start stack: %w", err)
+	for _, f := range []string{cfg.APIKeyFile, cfg.CodeKeyFile} {
+		if err := ensureAPIKey(f); err != nil {
+			return nil, fmt.Errorf("start stack: %w", err)
+		}
 	}
 	return stack.Start(ctx, cfg)
 }
@@ -102,7 +113,7 @@ func renderNginx(l stack.NginxLayout) ([]byte, error) {
 	return b.Bytes(), err
 }
 
-// ensureAPIKey writes a random key to path, readable by its owner only,
+// ensureAPIKey writes a random key (or any secret) to path, readable by its owner only,
 // unless a key is there already: one that scripts and people have copied
 // must survive a restart of the stack.
 func ensureAPIKey(path string) error {

@@ -59,8 +59,10 @@ func resume(ctx context.Context, s *stack.Stack, cfg stack.Config, stdout io.Wri
 	if err := sameLayout(s, cfg); err != nil {
 		return fmt.Errorf("a different stack runs in %s (%v); stop it with `stack down -dir %s` first", s.Dir(), err, s.Dir())
 	}
-	if err := ensureAPIKey(cfg.APIKeyFile); err != nil {
-		return err
+	for _, f := range []string{cfg.APIKeyFile, cfg.CodeKeyFile} {
+		if err := ensureAPIKey(f); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(stdout, "the stack in %s is already running\n", s.Dir())
 	for _, p := range s.Procs() {

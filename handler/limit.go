@@ -1,0 +1,141 @@
+package handler
+
+import (
+	"context"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/maypok86/otter/v2"
+	"golang.org/x/time/rate"
+)
+
+// Limiter keeps rate limits shared by every instance (in Redis), so a
+// client's budget is the same however the load balancer spreads its
+// requests.
+type Limiter interface {
+	// Allow takes one request from the bucket named key, refilled at rate
+	// per second up to burst. It reports whether the request may go on,
+	// and if not how long until it could; an error means the shared
+	// store cannot answer now (the caller then limits locally).
+	Allow(ctx context.Context, key string, rate float64, burst int) (bool, time.Duration, error)
+}
+
+// maxLocalBuckets bounds the per-instance limiter's memory: at most this
+// many clients are tracked, the least used forgotten first (W-TinyLFU).
+const maxLocalBuckets = 100_000
+
+// localLimiter is the fallback used while the shared limiter cannot
+// answer: a token bucket per key in a bounded cache, so a flood of
+// distinct addresses cannot grow it without end.
+type localLimiter struct {
+	buckets *otter.Cache[string, *rate.Limiter]
+}
+
+func newLocalLimiter(size int) *localLimiter {
+	return &localLimiter{buckets: otter.Must(&otter.Options[string, *rate.Limiter]{
+		MaximumSize:      size,
+		ExpiryCalculator: otter.ExpiryAccessing[string, *rate.Limiter](10 * time.Minute),
+	})}
+}
+
+func (l *localLimiter) allow(key string, r float64, burst int) (bool, time.Duration) {
+	b, _ := l.buckets.Compute(key, func(old *rate.Limiter, found bool) (*rate.Limiter, otter.ComputeOp) {
+		if found {
+			return old, otter.CancelOp
+		}
+		return rate.NewLimiter(rate.Limit(r), burst), otter.WriteOp
+	})
+	res := b.Reserve()
+	if d := res.Delay(); d > 0 {
+		res.Cancel()
+		return false, d
+	}
+	return true, 0
+}
+
+// createLimit limits link creation: per API key for keyed requests
+// (KeyCreateRate), per client address for anonymous ones (CreateRate),
+// shared by every instance through the Limiter, or per instance while it
+// cannot answer. Over the limit is 429 with Retry-After.
+func (h *Handler) createLimit() echo.MiddlewareFunc {
+	local := newLocalLimiter(maxLocalBuckets)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			caller := callerOf(c)
+			key, r, burst, who := "addr:"+c.RealIP(), h.cfg.CreateRate, h.cfg.CreateBurst, "this address"
+			if caller.Keyed() {
+				key, r, burst, who = "key:"+caller.Owner, h.cfg.KeyCreateRate, h.cfg.KeyCreateBurst, "this API key"
+			}
+			if r <= 0 {
+				return next(c)
+			}
+			ok, wait, err := false, time.Duration(0), error(nil)
+			if h.d.Limiter != nil {
+				ok, wait, err = h.d.Limiter.Allow(c.Request().Context(), key, r, burst)
+			}
+			if h.d.Limiter == nil || err != nil {
+				ok, wait = local.allow(key, r, burst)
+			}
+			if ok {
+				return next(c)
+			}
+			retry := strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
+			c.Response().Header().Set("Retry-After", retry)
+			return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: "too many links created by " + who + "; retry after " + retry + " s"}
+		}
+	}
+}
+
+// ParseProxies reads a comma-separated list of addresses and CIDR
+// prefixes (the trusted proxies).
+func ParseProxies(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range list {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+	}
+	return out, nil
+}
+
+// realIP is the client address: the peer's, unless the peer is one of the
+// configured proxies, whose X-Real-IP is then believed. Any process on the
+// machine can reach the app's port, so loopback alone proves nothing.
+func realIP(trusted []netip.Prefix) echo.IPExtractor {
+	return func(r *http.Request) string {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			host = r.RemoteAddr
+		}
+		peer, err := netip.ParseAddr(host)
+		if err != nil {
+			return host
+		}
+		peer = peer.Unmap()
+		for _, p := range trusted {
+			if p.Contains(peer) {
+				if a, err := netip.ParseAddr(strings.TrimSpace(r.Header.Get("X-Real-IP"))); err == nil {
+					return a.Unmap().String()
+				}
+				break
+			}
+		}
+		return peer.String()
+	}
+}
