@@ -5,7 +5,7 @@ PKGS    ?= ./...
 # SHORTENER_INTEGRATION=1 makes a missing server a failure, not a skip.
 TESTENV ?= SHORTENER_INTEGRATION=1
 
-.PHONY: all build test unit vet fmt clean up down status chaos chaos-check bench deploy-up deploy-down deploy-test screenshots
+.PHONY: all build test unit vet fmt clean up down status chaos chaos-check lint-openapi apiclient-check bench deploy-up deploy-down deploy-test screenshots
 
 all: build
 
@@ -14,13 +14,33 @@ build:
 
 ## test: every test, unit and integration, against real servers; then
 ## deploy/'s own module (see deploy-test).
-test: vet
+test: vet lint-openapi apiclient-check
 	$(TESTENV) $(GO) test -race -count=1 -timeout 20m $(PKGS)
 	$(MAKE) deploy-test
 
 ## unit: the tests that need no server (integration tests skip).
 unit:
 	$(GO) test -count=1 $(PKGS)
+
+## lint-openapi: handler/openapi.json through @redocly/cli (pinned in
+## tools/openapi, installed with npm ci) with its recommended rules: any
+## error or warning fails.
+REDOCLY = tools/openapi/node_modules/.bin/redocly
+lint-openapi: $(REDOCLY)
+	@out=$$(REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true $(REDOCLY) lint --extends recommended handler/openapi.json 2>&1); \
+	status=$$?; echo "$$out" | grep -v '^ *[║╔╚]'; \
+	if [ $$status -ne 0 ] || echo "$$out" | grep -qiE 'you have [0-9]+ warning|[0-9]+ error'; then echo 'openapi.json: lint errors or warnings'; exit 1; fi
+
+$(REDOCLY): tools/openapi/package.json tools/openapi/package-lock.json
+	cd tools/openapi && npm ci --no-audit --no-fund
+	touch $@
+
+## apiclient-check: the Go client in tools/apiclient is what oapi-codegen
+## makes of handler/openapi.json now (cmd/stack's TestGeneratedClient
+## drives a running stack with it).
+apiclient-check:
+	$(GO) generate ./tools/apiclient
+	@git diff --exit-code --stat -- tools/apiclient || { echo 'tools/apiclient is stale: commit the regenerated client'; exit 1; }
 
 vet:
 	$(GO) vet $(PKGS)

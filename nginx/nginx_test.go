@@ -26,7 +26,7 @@ func TestRender(t *testing.T) {
 		"proxy_next_upstream error timeout http_502 http_504;",
 		// Issue 16: hygiene, and the operational endpoints kept off the
 		// public server; keyed creates are left to the apps' per-key limit.
-		"worker_processes auto;", "client_header_timeout 10s;", "client_body_timeout 10s;", "limit_conn peraddr 256;",
+		"worker_processes auto;", "client_header_timeout 10s;", "client_body_timeout 10s;", "limit_conn peraddr 1024;",
 		"location = /metrics { return 404; }", "location = /readyz  { return 404; }", `"POST:"  $binary_remote_addr;`,
 	} {
 		if !strings.Contains(conf, want) {

@@ -42,7 +42,7 @@ func TestRestartWithClockBehind(t *testing.T) {
 	if err := a.stop(); err != nil {
 		t.Fatal(err)
 	}
-	codec, _ := idgen.NewCodec(idgen.DefaultKey)
+	codec, _ := idgen.NewCodec(testCodeKey) // the apps' key (launchApp)
 	var last int64
 	for code := range before {
 		id, err := codec.ID(code)
@@ -95,7 +95,7 @@ func TestAutoNodeIDs(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	codec, _ := idgen.NewCodec(idgen.DefaultKey)
+	codec, _ := idgen.NewCodec(testCodeKey) // the apps' key (launchApp)
 	nodes := map[int64]int{}
 	for i, a := range append(apps, fixed) {
 		if i < len(errs) && errs[i] != nil {

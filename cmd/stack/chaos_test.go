@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"shortener/chaos"
@@ -31,8 +34,12 @@ func TestChaosCheck(t *testing.T) {
 type codes struct{ s *stack.Stack }
 
 func (c codes) Open(context.Context, *chaos.Env) (chaos.Settle, error) {
-	// The apps run with the default code key (the stack sets none).
-	codec, err := idgen.NewCodec(idgen.DefaultKey)
+	// The apps run with the stack's code key, made once in its directory.
+	key, err := os.ReadFile(filepath.Join(c.s.Dir(), codeKeyFile))
+	if err != nil {
+		return nil, err
+	}
+	codec, err := idgen.NewCodec(strings.TrimSpace(string(key)))
 	if err != nil {
 		return nil, err
 	}
