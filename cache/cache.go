@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -127,9 +128,11 @@ type Cache struct {
 	pending pendingSet
 	gens    *generations
 	fills   chan fill
-	log     *slog.Logger
-	m       *metrics
-	now     func() time.Time
+	// sentinels answer how many replicas the master has (replicas.go).
+	sentinels []*redis.SentinelClient
+	log       *slog.Logger
+	m         *metrics
+	now       func() time.Time
 
 	// afterOrigin, when set (tests), runs inside the shared origin query
 	// once MySQL answered, before any fill: it forces interleavings.
@@ -147,14 +150,15 @@ func New(cfg Config, origin Origin, outbox Outbox, log *slog.Logger, reg prometh
 		return nil, fmt.Errorf("new cache: register metrics: %w", err)
 	}
 	c := &Cache{
-		cfg:    cfg,
-		origin: origin,
-		outbox: outbox,
-		log:    log,
-		m:      m,
-		now:    time.Now,
-		gens:   newGenerations(),
-		fills:  make(chan fill, fillQueue),
+		cfg:       cfg,
+		origin:    origin,
+		outbox:    outbox,
+		log:       log,
+		m:         m,
+		now:       time.Now,
+		gens:      newGenerations(),
+		sentinels: newSentinelClients(cfg),
+		fills:     make(chan fill, fillQueue),
 	}
 	c.l1 = newL1(cfg.L1Size, cfg.L1TTL, cfg.L1NegativeTTL, func() time.Time { return c.now() })
 	c.read = newNode(breakerRead, cfg, true, m, log)
@@ -164,7 +168,11 @@ func New(cfg Config, origin Origin, outbox Outbox, log *slog.Logger, reg prometh
 
 // Close closes the Redis clients.
 func (c *Cache) Close() error {
-	return errors.Join(c.read.rdb.Close(), c.write.rdb.Close())
+	errs := []error{c.read.rdb.Close(), c.write.rdb.Close()}
+	for _, sc := range c.sentinels {
+		errs = append(errs, sc.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // BreakerStates names the state of each breaker: closed, open or

@@ -155,11 +155,21 @@ func (c *Cache) replayOnce(ctx context.Context) {
 			codes = append(codes, inv.Code)
 		}
 	}
+	if len(codes) == 0 {
+		return
+	}
+	// Every replica Sentinel knows must apply the DEL before a record is
+	// done (replicas.go); if the sentinels cannot say, nothing is done.
+	want, werr := c.knownReplicas(ctx)
 	for len(codes) > 0 {
 		batch := codes[:min(sendBatch, len(codes))]
 		codes = codes[len(batch):]
-		if !c.send(ctx, batch) {
+		sent, applied := c.sendAndWait(ctx, batch, want)
+		if !sent {
 			return
+		}
+		if werr != nil || !applied {
+			continue // sent again next tick; the codes stay pending
 		}
 		// Records younger than the grace stay, so each is sent again.
 		if err := c.outbox.DoneInvalidations(ctx, batch, c.cfg.InvalidationGrace); err != nil {

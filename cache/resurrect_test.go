@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"shortener/stack"
 )
 
 // lockedOrigin is an Origin whose links tests may change while lookups
@@ -238,5 +240,66 @@ func TestAllowIsShared(t *testing.T) {
 	}
 	if ok, _, err := b.Allow(ctx, "addr:192.0.2.2", 1, 10); !ok || err != nil {
 		t.Errorf("another address: %v, %v; want allowed", ok, err)
+	}
+}
+
+// TestDeletePendingUntilEveryReplicaApplied: an invalidation stays pending
+// (its code bypassing Redis) while a replica Sentinel knows cannot have
+// applied the DEL (frozen here, as a black-holed or rejoining node would
+// be), however often the replay sends it; once the replica is back and
+// acknowledges, it is done. Before, the record was done as soon as the
+// master took it, and a node that missed it served the deleted link again.
+// The sequence repeats, each time with a fresh code.
+func TestDeletePendingUntilEveryReplicaApplied(t *testing.T) {
+	out := &fakeOutbox{}
+	c, _, s := newTestCache(t, testConfig(func(c *Config) {
+		c.ReplayInterval, c.InvalidationGrace = 50*time.Millisecond, 100*time.Millisecond
+	}))
+	c.outbox = out // the replay reads it from its next tick on
+	ctx := context.Background()
+	master, err := s.Master(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var replica *stack.Proc
+	for _, p := range s.Redis() {
+		if p.Name != master.Name {
+			replica = p
+		}
+	}
+	pendingIn := func() int {
+		out.mu.Lock()
+		defer out.mu.Unlock()
+		return len(out.invs)
+	}
+	for round := range 3 {
+		code := fmt.Sprintf("gone%d", round)
+		if err := replica.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		out.mu.Lock()
+		out.invs = append(out.invs, shortener.Invalidation{Code: code, CreatedAt: time.Now().Add(-time.Hour)})
+		out.mu.Unlock()
+		// Let the replay send it several times while the replica is away.
+		sent := count(c.m.invalidated, "sent")
+		deadline := time.Now().Add(20 * time.Second)
+		for count(c.m.invalidated, "sent") < sent+4 && pendingIn() == 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the replay never reached the master", round)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if pendingIn() != 1 || !c.pending.has(code) {
+			t.Fatalf("round %d: with a replica that missed the DEL, the record was done (outbox %d, pending %v); a stale node could serve %s", round, pendingIn(), c.pending.has(code), code)
+		}
+		if err := replica.Cont(); err != nil {
+			t.Fatal(err)
+		}
+		for pendingIn() != 0 {
+			if time.Now().After(deadline.Add(20 * time.Second)) {
+				t.Fatalf("round %d: the record stayed pending after every replica was back", round)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 }

@@ -2,9 +2,7 @@ package chaos
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"sort"
@@ -284,19 +282,6 @@ func storedLinks(ctx context.Context, db *sql.DB, prefix string) ([]StoredLink, 
 	return out, nil
 }
 
-// loadScope is how the app scopes the load's Idempotency-Keys: every
-// request of the load is anonymous and comes from 127.0.0.1 (nginx passes
-// it in X-Real-IP).
-const loadScope = "addr:127.0.0.1"
-
-// storedKey is an Idempotency-Key as the app stores it: hashed with who
-// sent it, so one client can neither replay nor squat another's key (as
-// handler's scopedKey does; the ledger sees the table, not the handler).
-func storedKey(key string) string {
-	sum := sha256.Sum256([]byte(loadScope + "\n" + key))
-	return hex.EncodeToString(sum[:])
-}
-
 // storedKeys returns, for each of keys that the idempotency table holds,
 // the code it records.
 func storedKeys(ctx context.Context, db *sql.DB, keys []string) (map[string]string, error) {
@@ -307,8 +292,11 @@ func storedKeys(ctx context.Context, db *sql.DB, keys []string) (map[string]stri
 		byStored := make(map[string]string, n)
 		args := make([]any, n)
 		for i, k := range keys[:n] {
-			byStored[storedKey(k)] = k
-			args[i] = storedKey(k)
+			// The table keeps each key as sent, beside its scope (who
+			// sent it); the load's keys are unique, so the key alone
+			// finds its row.
+			byStored[k] = k
+			args[i] = k
 		}
 		keys = keys[n:]
 		q := "SELECT idem_key, code FROM idempotency_keys WHERE idem_key IN (?" + strings.Repeat(",?", n-1) + ")"

@@ -1,0 +1,88 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A node that may hold data older than a delete must never answer a read
+// of the deleted code unchecked. The case that bit: a delete made while
+// the master was black-holed reaches the new master after a failover; the
+// old master is healed and rejoins as a replica, and until its resync
+// completes it answers reads from its old dataset, deleted links included.
+// So an invalidation record stays in the outbox, and its code bypasses
+// Redis on every instance, until every replica Sentinel knows of (down
+// ones included, which is where a partitioned old master is listed) has
+// acknowledged the DEL (WAIT on the connection that sent it). A node that
+// is down keeps its deletes pending until it is back and synced; one
+// removed for good must be forgotten by Sentinel (SENTINEL RESET).
+
+// knownReplicas asks the sentinels, one after another, how many replicas
+// the master has, counting those that are down.
+func (c *Cache) knownReplicas(ctx context.Context) (int, error) {
+	var errs []error
+	for _, sc := range c.sentinels {
+		ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout*4)
+		replicas, err := sc.Replicas(ctx, c.cfg.MasterName).Result()
+		cancel()
+		if err == nil {
+			return len(replicas), nil
+		}
+		errs = append(errs, err)
+	}
+	return 0, fmt.Errorf("known replicas: %w", errors.Join(errs...))
+}
+
+// sendAndWait deletes codes from Redis and announces them, like send, and
+// then waits (briefly) for the replicas to acknowledge: it reports whether
+// Redis took them and whether all want replicas applied them.
+func (c *Cache) sendAndWait(ctx context.Context, codes []string, want int) (sent, applied bool) {
+	if !c.write.allow() {
+		c.m.invalidated.WithLabelValues("skipped").Inc()
+		return false, false
+	}
+	acked, err := run(ctx, c.write, func(ctx context.Context, r *redis.Client) (int64, error) {
+		// One connection for both: WAIT counts the writes of its own
+		// connection.
+		conn := r.Conn()
+		defer conn.Close()
+		if _, err := conn.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for _, code := range codes {
+				p.Del(ctx, key(code))
+				p.Publish(ctx, invalidationChannel, code)
+			}
+			return nil
+		}); err != nil {
+			return 0, err
+		}
+		if want == 0 {
+			return 0, nil
+		}
+		// Half the call's deadline: replicas on a healthy link answer
+		// within a millisecond or two.
+		return conn.Do(ctx, "WAIT", want, max(1, (c.cfg.Timeout/2).Milliseconds())).Int64()
+	})
+	if err != nil {
+		c.m.invalidated.WithLabelValues("error").Inc()
+		c.log.Warn("invalidation not delivered; kept for replay", "codes", len(codes), "err", err)
+		return false, false
+	}
+	c.m.invalidated.WithLabelValues("sent").Inc()
+	return true, acked >= int64(want)
+}
+
+func newSentinelClients(cfg Config) []*redis.SentinelClient {
+	var out []*redis.SentinelClient
+	for _, addr := range cfg.SentinelAddrs {
+		out = append(out, redis.NewSentinelClient(&redis.Options{
+			Addr: addr, Password: cfg.Password, DialTimeout: cfg.Timeout * 4,
+			ReadTimeout: cfg.Timeout * 4, WriteTimeout: cfg.Timeout * 4, MaxRetries: -1, PoolSize: 2,
+			ConnMaxIdleTime: time.Minute,
+		}))
+	}
+	return out
+}
