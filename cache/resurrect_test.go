@@ -251,11 +251,10 @@ func TestAllowIsShared(t *testing.T) {
 // master took it, and a node that missed it served the deleted link again.
 // The sequence repeats, each time with a fresh code.
 func TestDeletePendingUntilEveryReplicaApplied(t *testing.T) {
-	out := &fakeOutbox{}
 	c, _, s := newTestCache(t, testConfig(func(c *Config) {
 		c.ReplayInterval, c.InvalidationGrace = 50*time.Millisecond, 100*time.Millisecond
 	}))
-	c.outbox = out // the replay reads it from its next tick on
+	out := c.outbox.(*fakeOutbox)
 	ctx := context.Background()
 	master, err := s.Master(ctx)
 	if err != nil {
