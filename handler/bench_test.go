@@ -120,7 +120,7 @@ func BenchmarkRedirectPagesRatio(b *testing.B) {
 			c := benchCache(b, origin, log)
 			var hs [2]http.Handler // off, on
 			for i, pages := range []bool{false, true} {
-				h, err := handler.New(handler.Config{BaseURL: "http://sho.rt", Instance: "bench", IdempotencyTTL: time.Hour, Pages: pages},
+				h, err := handler.New(handler.Config{BaseURL: "http://sho.rt", Instance: "bench", IdempotencyTTL: time.Hour, ReferrerPolicy: "strict-origin-when-cross-origin", PermanentMaxAge: time.Hour, Pages: pages},
 					handler.Deps{Resolver: c, Links: origin, Log: log})
 				if err != nil {
 					b.Fatal(err)
@@ -175,7 +175,7 @@ func benchRedirect(b *testing.B, r handler.Resolver, links handler.Links, log *s
 }
 
 func benchRedirectWith(b *testing.B, r handler.Resolver, links handler.Links, log *slog.Logger, pages bool) {
-	h, err := handler.New(handler.Config{BaseURL: "http://sho.rt", Instance: "bench", IdempotencyTTL: time.Hour, Pages: pages}, handler.Deps{
+	h, err := handler.New(handler.Config{BaseURL: "http://sho.rt", Instance: "bench", IdempotencyTTL: time.Hour, ReferrerPolicy: "strict-origin-when-cross-origin", PermanentMaxAge: time.Hour, Pages: pages}, handler.Deps{
 		Resolver: r, Links: links, Log: log,
 	})
 	if err != nil {
@@ -207,7 +207,7 @@ func BenchmarkRedirectCounting(b *testing.B) {
 	origin := oneLink{shortener.Link{ID: 42, Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	run := func(b *testing.B, rec handler.Recorder, parallel bool) {
-		h, err := handler.New(handler.Config{BaseURL: "http://sho.rt", Instance: "bench", IdempotencyTTL: time.Hour}, handler.Deps{
+		h, err := handler.New(handler.Config{BaseURL: "http://sho.rt", Instance: "bench", IdempotencyTTL: time.Hour, ReferrerPolicy: "strict-origin-when-cross-origin", PermanentMaxAge: time.Hour}, handler.Deps{
 			Resolver: origin, Links: origin, Clicks: rec, Log: log,
 		})
 		if err != nil {
@@ -278,7 +278,7 @@ func BenchmarkRedirectCountingRatio(b *testing.B) {
 	b.Cleanup(func() { j.Close() })
 	var hs [2]http.Handler // off, on
 	for i, rec := range []handler.Recorder{nil, j} {
-		h, err := handler.New(handler.Config{BaseURL: "http://sho.rt", Instance: "bench", IdempotencyTTL: time.Hour},
+		h, err := handler.New(handler.Config{BaseURL: "http://sho.rt", Instance: "bench", IdempotencyTTL: time.Hour, ReferrerPolicy: "strict-origin-when-cross-origin", PermanentMaxAge: time.Hour},
 			handler.Deps{Resolver: origin, Links: origin, Clicks: rec, Log: log})
 		if err != nil {
 			b.Fatal(err)
