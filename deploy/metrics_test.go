@@ -95,7 +95,8 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 		"SHORTENER_NODE_ID=auto", "SHORTENER_ADDR="+strings.TrimPrefix(base, "http://"), "SHORTENER_BASE_URL="+base,
 		"SHORTENER_MYSQL_DSN="+s.MySQLDSN(), "SHORTENER_REDIS_MASTER="+s.MasterName(),
 		"SHORTENER_REDIS_SENTINELS="+strings.Join(s.SentinelAddrs(), ","),
-		"SHORTENER_NODE_LEASE_TTL=600ms", "SHORTENER_DRAIN_TIMEOUT=100ms", "SHORTENER_CLICKS_DIR="+t.TempDir())
+		"SHORTENER_NODE_LEASE_TTL=600ms", "SHORTENER_DRAIN_TIMEOUT=100ms", "SHORTENER_CLICKS_DIR="+t.TempDir(),
+		"SHORTENER_DEV_CODE_KEY=true")
 	logs := &strings.Builder{}
 	app.Stdout, app.Stderr = logs, logs
 	if err := app.Start(); err != nil {
