@@ -128,10 +128,15 @@ func BackOnRedis(key string, within time.Duration) Measure {
 		all := true
 		for _, app := range r.Apps {
 			// An app that was restarted after Redis came back is timed
-			// from its own readiness.
+			// from its first answer through the target: until nginx
+			// sends it requests again (its fail_timeout) it has no
+			// lookups or creates that could reach Redis.
 			ref := ref
 			if ready, ok := r.Mark(markAppReady + app); ok && ready > ref {
 				ref = ready
+				if first, ok := firstServed(r.Results, app, ready); ok {
+					ref = first
+				}
 			}
 			b := AppBack{App: app,
 				ReadsStalled: longestStall(r.Samples, app, keyHits, r.Fault()),
@@ -283,7 +288,7 @@ func AppServes(r *Run) []Check {
 			continue
 		}
 		restarted++
-		first, ok := firstDone(r.Results, ready, func(res Result) bool { return res.ServedBy == app && res.Status < 500 && res.Status > 0 })
+		first, ok := firstServed(r.Results, app, ready)
 		if !ok {
 			all = false
 			continue
@@ -294,6 +299,12 @@ func AppServes(r *Run) []Check {
 		rep.Recovery = dur(worst)
 	}
 	return nil
+}
+
+// firstServed is when app first answered a request through the target
+// (a status below 500) at or after from.
+func firstServed(results []Result, app string, from time.Duration) (time.Duration, bool) {
+	return firstDone(results, from, func(res Result) bool { return res.ServedBy == app && res.Status > 0 && res.Status < 500 })
 }
 
 // MySQLOutage describes how creates and misses were answered while MySQL

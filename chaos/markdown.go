@@ -84,7 +84,7 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 		p("- After the promoted master was killed too, the sentinels promoted the last node **%s** later.\n", ms(*r.SecondFailover))
 	}
 	if r.RedisBackAt != nil {
-		p("- Redis available again at %.2f s. Per app, time until its counters moved again (read from /metrics every %s, so up to that late):\n\n",
+		p("- Redis available again at %.2f s. Per app, time until its counters moved again (an app restarted after that: from its first answer through nginx; read from /metrics every %s, so up to that late):\n\n",
 			r.RedisBackAt.Seconds(), ms(s.ScrapeEvery))
 		p("  | app | Redis hits moving again | Redis fills moving again | longest stall of hits in the fault phase | of fills |\n  |---|---|---|---|---|\n")
 		for _, a := range r.BackOnRedis {
