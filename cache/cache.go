@@ -118,16 +118,19 @@ func (c Config) validate() error {
 // Cache resolves codes to links. It is safe for concurrent use; Run must
 // be running for invalidations and Sentinel events to be handled.
 type Cache struct {
-	cfg     Config
-	l1      *l1
-	read    *node // replicas
-	write   *node // master
-	origin  Origin
-	outbox  Outbox
-	flight  singleflight.Group
-	pending pendingSet
-	gens    *generations
-	fills   chan fill
+	cfg Config
+	// tombstoneTTL is how long a delete's tombstone stops fills in Redis
+	// (fill.go).
+	tombstoneTTL time.Duration
+	l1           *l1
+	read         *node // replicas
+	write        *node // master
+	origin       Origin
+	outbox       Outbox
+	flight       singleflight.Group
+	pending      pendingSet
+	gens         *generations
+	fills        chan fill
 	// sentinels answer how many replicas the master has (replicas.go).
 	sentinels []*redis.SentinelClient
 	log       *slog.Logger
@@ -137,6 +140,10 @@ type Cache struct {
 	// afterOrigin, when set (tests), runs inside the shared origin query
 	// once MySQL answered, before any fill: it forces interleavings.
 	afterOrigin func(code string)
+	// beforeFillSend, when set (tests), runs on the fill goroutine after
+	// a fill passed this instance's own checks, just before it is sent to
+	// Redis: the window in which another instance's delete may land.
+	beforeFillSend func(code string)
 }
 
 // New returns a Cache in front of origin; Redis is connected lazily.
@@ -150,15 +157,20 @@ func New(cfg Config, origin Origin, outbox Outbox, log *slog.Logger, reg prometh
 		return nil, fmt.Errorf("new cache: register metrics: %w", err)
 	}
 	c := &Cache{
-		cfg:       cfg,
-		origin:    origin,
-		outbox:    outbox,
-		log:       log,
-		m:         m,
-		now:       time.Now,
-		gens:      newGenerations(),
-		sentinels: newSentinelClients(cfg),
-		fills:     make(chan fill, fillQueue),
+		cfg: cfg,
+		// A fill is sent at most fillMaxAge (checked) plus one deadline
+		// after its read began, and the read began before the delete
+		// committed, so before its tombstone was written: the tombstone
+		// outlives every fill that read the link before the delete.
+		tombstoneTTL: 2*fillMaxAge + 2*cfg.Timeout,
+		origin:       origin,
+		outbox:       outbox,
+		log:          log,
+		m:            m,
+		now:          time.Now,
+		gens:         newGenerations(),
+		sentinels:    newSentinelClients(cfg),
+		fills:        make(chan fill, fillQueue),
 	}
 	c.l1 = newL1(cfg.L1Size, cfg.L1TTL, cfg.L1NegativeTTL, func() time.Time { return c.now() })
 	c.read = newNode(breakerRead, cfg, true, m, log)
@@ -227,7 +239,7 @@ func (c *Cache) Resolve(ctx context.Context, code string) (shortener.Link, error
 		c.m.redis.WithLabelValues(roleReplica, resultSkipped).Inc()
 	}
 
-	l, originGen, err := c.fromOrigin(ctx, code)
+	l, originGen, read, err := c.fromOrigin(ctx, code)
 	switch {
 	case errors.Is(err, shortener.ErrNotFound):
 		c.gens.ifUnchanged(code, originGen, func() { c.l1.putMissing(code) })
@@ -239,7 +251,7 @@ func (c *Cache) Resolve(ctx context.Context, code string) (shortener.Link, error
 	// Fill Redis only after a clean miss: after an error Redis is likely
 	// sick.
 	if res == resultMiss {
-		c.enqueue(fill{link: l, gen: originGen})
+		c.enqueue(fill{link: l, gen: originGen, read: read})
 	}
 	return l, nil
 }
@@ -263,14 +275,16 @@ func (c *Cache) fromRedis(ctx context.Context, code string) (shortener.Link, str
 // same code. The query runs detached from any one caller's cancellation,
 // under the store's own deadline, so one impatient client cannot fail the
 // others waiting on it. It returns the code's generation read before the
-// query began, which every caller sharing it checks before its L1 put.
-func (c *Cache) fromOrigin(ctx context.Context, code string) (shortener.Link, uint64, error) {
+// query began, which every caller sharing it checks before its L1 put,
+// and when the query began, which bounds how old a Redis fill may be.
+func (c *Cache) fromOrigin(ctx context.Context, code string) (shortener.Link, uint64, time.Time, error) {
 	type answer struct {
 		link shortener.Link
 		gen  uint64
+		read time.Time
 	}
 	v, err, shared := c.flight.Do(code, func() (any, error) {
-		gen := c.gens.get(code)
+		gen, read := c.gens.get(code), c.now()
 		l, err := c.origin.Link(context.WithoutCancel(ctx), code)
 		if c.afterOrigin != nil {
 			c.afterOrigin(code)
@@ -283,16 +297,16 @@ func (c *Cache) fromOrigin(ctx context.Context, code string) (shortener.Link, ui
 		default:
 			c.m.origin.WithLabelValues("found").Inc()
 		}
-		return answer{l, gen}, err
+		return answer{l, gen, read}, err
 	})
 	if shared {
 		c.m.shared.Inc()
 	}
 	a, _ := v.(answer)
 	if err != nil {
-		return shortener.Link{}, a.gen, err
+		return shortener.Link{}, a.gen, a.read, err
 	}
-	return a.link, a.gen, nil
+	return a.link, a.gen, a.read, nil
 }
 
 // Add announces a link just created: this instance forgets any "no such
@@ -302,7 +316,7 @@ func (c *Cache) fromOrigin(ctx context.Context, code string) (shortener.Link, ui
 // (other instances' negative entries then expire within their short TTL).
 func (c *Cache) Add(_ context.Context, l shortener.Link) {
 	c.forget(l.Code)
-	c.enqueue(fill{link: l, gen: c.gens.get(l.Code), announce: true})
+	c.enqueue(fill{link: l, gen: c.gens.get(l.Code), read: c.now(), announce: true})
 }
 
 // addBatch is how many links one pipeline of AddMany carries.
@@ -311,12 +325,15 @@ const addBatch = 1000
 // AddMany writes links to Redis now, for a bulk warm-up (a data set ahead
 // of a benchmark, or Redis nodes that restarted empty), not on a request's
 // path as Add's queued fills are: each batch of addBatch goes in one
-// pipeline, under one deadline and one breaker permit, so a million links
-// take a thousand round trips. Links gone or with an invalidation pending
-// are skipped. It returns how many links Redis took.
+// script call, under one deadline and one breaker permit, so a million
+// links take a thousand round trips. Links gone or with an invalidation
+// pending are skipped, and Redis skips those with a tombstone (deleted in
+// the last tombstoneTTL); links must be fresh from MySQL, as a fill's are
+// (read within fillMaxAge), or a delete older than the tombstone could be
+// undone. It returns how many links Redis took.
 func (c *Cache) AddMany(ctx context.Context, links []shortener.Link) int {
 	now := c.now()
-	var ok, failed, skipped int
+	var ok, failed, skipped, deleted int
 	for start := 0; start < len(links); start += addBatch {
 		batch := make([]shortener.Link, 0, addBatch)
 		for _, l := range links[start:min(start+addBatch, len(links))] {
@@ -331,17 +348,20 @@ func (c *Cache) AddMany(ctx context.Context, links []shortener.Link) int {
 		case !c.write.breaker.IsClosed() || !c.write.allow():
 			skipped += len(batch)
 		default:
-			if err := c.write.setLinks(ctx, batch, func(l shortener.Link) time.Duration { return c.redisTTL(l, now) }); err != nil {
+			n, err := c.write.setLinks(ctx, batch, func(l shortener.Link) time.Duration { return c.redisTTL(l, now) }, "")
+			if err != nil {
 				failed += len(batch)
 				c.log.Debug("redis bulk fill failed", "links", len(batch), "err", err)
 				continue
 			}
-			ok += len(batch)
+			ok += n
+			deleted += len(batch) - n
 		}
 	}
 	c.m.fills.WithLabelValues("ok").Add(float64(ok))
 	c.m.fills.WithLabelValues("error").Add(float64(failed))
 	c.m.fills.WithLabelValues("skipped").Add(float64(skipped))
+	c.m.fills.WithLabelValues(fillDeleted).Add(float64(deleted))
 	return ok
 }
 

@@ -5,8 +5,7 @@ import (
 	"hash/maphash"
 	"shortener"
 	"sync"
-
-	"github.com/redis/go-redis/v9"
+	"time"
 )
 
 // generations orders fills against invalidations. Every invalidation of a
@@ -87,11 +86,31 @@ func (c *Cache) forget(code string) {
 // master costs a fill, not a client's wait.
 type fill struct {
 	link shortener.Link
-	gen  uint64 // the code's generation when the link was read
+	gen  uint64    // the code's generation when the link was read
+	read time.Time // when the read began (a create: when it committed)
 	// announce publishes the code on the invalidation channel too, so
 	// other instances drop a negative entry for a code just created.
 	announce bool
 }
+
+// fillResults label shortener_redis_fills_total: written; failed; skipped
+// (stale, gone, or the write breaker not closed); dropped (queue full);
+// deleted (Redis holds the code's tombstone: deleted since it was read).
+var fillResults = []string{"ok", "error", "skipped", "dropped", fillDeleted}
+
+const fillDeleted = "deleted"
+
+// A fill checks this instance's pending set and generations, but another
+// instance's delete can reach Redis after that check and before the SET
+// (the fill queue may hold it for a while), and the SET would then bring
+// the deleted link back into Redis, for every instance, until its TTL.
+// So a delete writes a tombstone (tombKey) with its DEL, in one
+// transaction, and every fill is a script that SETs only where no
+// tombstone is: atomic on the master, one round trip. A fill older than
+// fillMaxAge is dropped before it is sent, which bounds how long after a
+// delete a fill that read the link before it can arrive; the tombstone
+// lives longer than that (Cache.tombstoneTTL).
+const fillMaxAge = 30 * time.Second
 
 // fillQueue bounds the fills waiting for Redis; past it they are dropped
 // (Redis is a cache: a later lookup fills again).
@@ -125,8 +144,9 @@ func (c *Cache) writeFills(ctx context.Context) {
 
 func (c *Cache) writeFill(ctx context.Context, f fill) {
 	l, now := f.link, c.now()
-	if l.Gone(now) || c.pending.has(l.Code) || c.gens.get(l.Code) != f.gen {
-		// Gone, or invalidated since it was read: the fill is stale.
+	if l.Gone(now) || c.pending.has(l.Code) || c.gens.get(l.Code) != f.gen || now.Sub(f.read) > fillMaxAge {
+		// Gone, invalidated since it was read, or too old for the
+		// tombstones to guard: the fill is stale.
 		c.m.fills.WithLabelValues("skipped").Inc()
 		return
 	}
@@ -135,22 +155,21 @@ func (c *Cache) writeFill(ctx context.Context, f fill) {
 		c.m.fills.WithLabelValues("skipped").Inc()
 		return
 	}
-	var err error
-	if f.announce {
-		_, err = run(ctx, c.write, func(ctx context.Context, r *redis.Client) ([]redis.Cmder, error) {
-			return r.Pipelined(ctx, func(p redis.Pipeliner) error {
-				p.Set(ctx, key(l.Code), encode(l), ttl)
-				p.Publish(ctx, invalidationChannel, l.Code)
-				return nil
-			})
-		})
-	} else {
-		err = c.write.setLink(ctx, l, ttl)
+	if c.beforeFillSend != nil {
+		c.beforeFillSend(l.Code)
 	}
-	if err != nil {
+	channel := ""
+	if f.announce {
+		channel = invalidationChannel
+	}
+	n, err := c.write.setLinks(ctx, []shortener.Link{l}, func(shortener.Link) time.Duration { return ttl }, channel)
+	switch {
+	case err != nil:
 		c.m.fills.WithLabelValues("error").Inc()
 		c.log.Debug("redis fill failed", "code", l.Code, "err", err)
-		return
+	case n == 0:
+		c.m.fills.WithLabelValues(fillDeleted).Inc()
+	default:
+		c.m.fills.WithLabelValues("ok").Inc()
 	}
-	c.m.fills.WithLabelValues("ok").Inc()
 }

@@ -90,6 +90,9 @@ func (c *Cache) send(ctx context.Context, codes []string) bool {
 	_, err := run(ctx, c.write, func(ctx context.Context, r *redis.Client) ([]redis.Cmder, error) {
 		return r.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			for _, code := range codes {
+				// The tombstone first, in the same transaction: no fill
+				// can land between them (fill.go).
+				p.Set(ctx, tombKey(code), "1", c.tombstoneTTL)
 				p.Del(ctx, key(code))
 				p.Publish(ctx, invalidationChannel, code)
 			}

@@ -80,7 +80,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range []string{resultHit, resultMiss, resultError, resultSkipped} {
 		m.redis.WithLabelValues(roleReplica, r)
 	}
-	for _, r := range []string{"ok", "error", "skipped", "dropped"} {
+	for _, r := range fillResults {
 		m.fills.WithLabelValues(r)
 	}
 	for _, r := range []string{"found", "not_found", "error"} {

@@ -105,6 +105,29 @@ func (n *node) state() string { return n.breaker.State().String() }
 // key is the Redis key of a code.
 func key(code string) string { return "link:" + code }
 
+// tombKey is the key of a code's tombstone: the code was deleted, and no
+// fill may write it (fill.go).
+func tombKey(code string) string { return "gone:" + code }
+
+// fillScript writes links where no tombstone is. KEYS: a link key and its
+// tombstone key per link. ARGV[1]: a channel to announce each code on, or
+// "" for none; then per link: the value, the TTL in milliseconds, the
+// code. It returns how many links it wrote.
+var fillScript = redis.NewScript(`
+local written = 0
+for i = 1, #KEYS, 2 do
+  local a = 2 + (i - 1) / 2 * 3
+  if redis.call('EXISTS', KEYS[i + 1]) == 0 then
+    redis.call('SET', KEYS[i], ARGV[a], 'PX', ARGV[a + 1])
+    written = written + 1
+  end
+  if ARGV[1] ~= '' then
+    redis.call('PUBLISH', ARGV[1], ARGV[a + 2])
+  end
+end
+return written
+`)
+
 // lookupRedis reads code from a replica, when the read breaker allows it;
 // fromRedis counts the outcome.
 func (c *Cache) lookupRedis(ctx context.Context, code string) (shortener.Link, string) {
@@ -131,25 +154,22 @@ func (c *Cache) lookupRedis(ctx context.Context, code string) (shortener.Link, s
 	return l, resultHit
 }
 
-// setLinks writes links to the master in one pipeline, each for ttl(l).
-func (n *node) setLinks(ctx context.Context, links []shortener.Link, ttl func(shortener.Link) time.Duration) error {
-	_, err := run(ctx, n, func(ctx context.Context, r *redis.Client) ([]redis.Cmder, error) {
-		return r.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, l := range links {
-				p.Set(ctx, key(l.Code), encode(l), ttl(l))
-			}
-			return nil
-		})
+// setLinks writes links to the master, each for ttl(l), except those
+// with a tombstone, in one script call (EVALSHA; EVAL once after a new
+// master), announcing each code on channel unless it is "". It returns
+// how many it wrote.
+func (n *node) setLinks(ctx context.Context, links []shortener.Link, ttl func(shortener.Link) time.Duration, channel string) (int, error) {
+	keys := make([]string, 0, 2*len(links))
+	args := make([]any, 0, 1+3*len(links))
+	args = append(args, channel)
+	for _, l := range links {
+		keys = append(keys, key(l.Code), tombKey(l.Code))
+		args = append(args, encode(l), max(1, ttl(l).Milliseconds()), l.Code)
+	}
+	written, err := run(ctx, n, func(ctx context.Context, r *redis.Client) (int64, error) {
+		return fillScript.Run(ctx, r, keys, args...).Int64()
 	})
-	return err
-}
-
-// setLink writes l to the master for ttl.
-func (n *node) setLink(ctx context.Context, l shortener.Link, ttl time.Duration) error {
-	_, err := run(ctx, n, func(ctx context.Context, r *redis.Client) (string, error) {
-		return r.Set(ctx, key(l.Code), encode(l), ttl).Result()
-	})
-	return err
+	return int(written), err
 }
 
 // encode writes a link as "v1 <redirect> <expires unix ms> <url>": the

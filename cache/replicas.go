@@ -52,6 +52,9 @@ func (c *Cache) sendAndWait(ctx context.Context, codes []string, want int) (sent
 		defer conn.Close()
 		if _, err := conn.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			for _, code := range codes {
+				// The tombstone first, in the same transaction: no fill
+				// can land between them (fill.go).
+				p.Set(ctx, tombKey(code), "1", c.tombstoneTTL)
 				p.Del(ctx, key(code))
 				p.Publish(ctx, invalidationChannel, code)
 			}

@@ -181,7 +181,7 @@ func waitSubscribed(t *testing.T, a, b *Cache) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		b.l1.put(probe)
-		a.enqueue(fill{link: probe, gen: a.gens.get("probe"), announce: true})
+		a.enqueue(fill{link: probe, gen: a.gens.get("probe"), read: time.Now(), announce: true})
 		time.Sleep(20 * time.Millisecond)
 		if _, ok := b.l1.get("probe"); !ok {
 			return
