@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"shortener/trending"
 	"sort"
 	"sync"
 	"time"
@@ -156,10 +157,10 @@ func trendingEntry(run *Run, links []Link, answers []trendingAnswer) Entry {
 		case fault.contains(a.at):
 			latFault = append(latFault, a.latency)
 			if ok {
-				jFault = append(jFault, jaccard(a.codes, truth))
+				jFault = append(jFault, trending.Jaccard(a.codes, truth))
 			}
 		case after.contains(a.at) && ok:
-			jAfter = append(jAfter, jaccard(a.codes, truth))
+			jAfter = append(jAfter, trending.Jaccard(a.codes, truth))
 		}
 	}
 	meanOf := func(js []float64) (float64, string) {
@@ -193,25 +194,4 @@ func trendingEntry(run *Run, links []Link, answers []trendingAnswer) Entry {
 			Got: ms(lf.P99), OK: lf.N > 0 && lf.P99 < 10*time.Millisecond, Timing: true},
 	}
 	return e
-}
-
-// jaccard is |a ∩ b| / |a ∪ b|; 1 for two empty sets.
-func jaccard(a, b []string) float64 {
-	set := map[string]int{}
-	for _, k := range a {
-		set[k] |= 1
-	}
-	for _, k := range b {
-		set[k] |= 2
-	}
-	if len(set) == 0 {
-		return 1
-	}
-	both := 0
-	for _, v := range set {
-		if v == 3 {
-			both++
-		}
-	}
-	return float64(both) / float64(len(set))
 }

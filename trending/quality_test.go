@@ -231,11 +231,11 @@ func runQuality(t *testing.T, s *stack.Stack, exp float64, nLinks, rate int) *qu
 			for i, tr := range top.Links {
 				served[i] = tr.Link.Code
 			}
-			q.add(ki, answerMySQL, moment, jaccard(exactTop(hourly, k), want))
+			q.add(ki, answerMySQL, moment, Jaccard(exactTop(hourly, k), want))
 			switch top.Source {
 			case sourceRedis:
 				if moment == momentBefore || moment == momentAfter {
-					if j := jaccard(served, want); j < 1 && os.Getenv("QDEBUG") != "" {
+					if j := Jaccard(served, want); j < 1 && os.Getenv("QDEBUG") != "" {
 						var ts []string
 						for _, tr := range top.Links {
 							ts = append(ts, fmt.Sprintf("%s=%d/%d", tr.Link.Code, tr.Clicks, truth[tr.Link.Code]))
@@ -246,13 +246,13 @@ func runQuality(t *testing.T, s *stack.Stack, exp float64, nLinks, rate int) *qu
 						}
 						t.Logf("%s k=%d served %v want %v synced %s from %s", now.Format("15:04:05"), k, ts, ws, top.Synced.Format("15:04:05"), top.From.Format("15:04:05"))
 					}
-					q.add(ki, answerRedis, moment, jaccard(served, want))
+					q.add(ki, answerRedis, moment, Jaccard(served, want))
 				}
 			case sourceLocal:
 				if moment == momentOpened || moment == momentMid {
-					q.add(ki, answerSnapshot, moment, jaccard(served, want))
+					q.add(ki, answerSnapshot, moment, Jaccard(served, want))
 					bare := r0.estimate(0, w, now, false)
-					q.add(ki, answerBare, moment, jaccard(keys(bare[:min(k, len(bare))]), want))
+					q.add(ki, answerBare, moment, Jaccard(keys(bare[:min(k, len(bare))]), want))
 				}
 			}
 		}

@@ -148,3 +148,26 @@ func (t *TopK) down(i int) {
 		i = small
 	}
 }
+
+// Jaccard is |a ∩ b| / |a ∪ b| of two lists of codes, 1 for two empty
+// lists: how trending's quality is measured, a served top K against the
+// true one (the chaos ledger and the quality tests use it).
+func Jaccard(a, b []string) float64 {
+	set := map[string]int{}
+	for _, k := range a {
+		set[k] |= 1
+	}
+	for _, k := range b {
+		set[k] |= 2
+	}
+	if len(set) == 0 {
+		return 1
+	}
+	both := 0
+	for _, v := range set {
+		if v == 3 {
+			both++
+		}
+	}
+	return float64(both) / float64(len(set))
+}

@@ -36,26 +36,6 @@ func keys(cs []Count) []string {
 	return out
 }
 
-// jaccard is |a ∩ b| / |a ∪ b|, 1 for two empty sets.
-func jaccard(a, b []string) float64 {
-	set := map[string]int{}
-	for _, k := range a {
-		set[k] |= 1
-	}
-	for _, k := range b {
-		set[k] |= 2
-	}
-	if len(set) == 0 {
-		return 1
-	}
-	both := 0
-	for _, v := range set {
-		if v == 3 {
-			both++
-		}
-	}
-	return float64(both) / float64(len(set))
-}
 
 // TestTopKZipf checks Space-Saving's guarantees on Zipf streams like the
 // quality test's, with 10x fewer counters than links: the heavy keys are
@@ -93,7 +73,7 @@ func TestTopKZipf(t *testing.T) {
 				}
 			}
 			for _, k := range []int{5, 10} {
-				if j := jaccard(keys(tk.Top(k)), exactTop(exact, k)); j != 1 {
+				if j := Jaccard(keys(tk.Top(k)), exactTop(exact, k)); j != 1 {
 					t.Errorf("Jaccard@%d = %.3f, want 1", k, j)
 				}
 			}
