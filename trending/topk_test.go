@@ -36,7 +36,6 @@ func keys(cs []Count) []string {
 	return out
 }
 
-
 // TestTopKZipf checks Space-Saving's guarantees on Zipf streams like the
 // quality test's, with 10x fewer counters than links: the heavy keys are
 // all held, no counter overestimates by more than its Err or N/m, and the
