@@ -144,6 +144,11 @@ type Cache struct {
 	// a fill passed this instance's own checks, just before it is sent to
 	// Redis: the window in which another instance's delete may land.
 	beforeFillSend func(code string)
+	// beforeLimitSend, when set (tests), runs on the limiter goroutine
+	// before a batch of counts is sent to the master.
+	beforeLimitSend func()
+
+	limits *limits // shared create limits (limit.go)
 }
 
 // New returns a Cache in front of origin; Redis is connected lazily.
@@ -171,6 +176,7 @@ func New(cfg Config, origin Origin, outbox Outbox, log *slog.Logger, reg prometh
 		gens:         newGenerations(),
 		sentinels:    newSentinelClients(cfg),
 		fills:        make(chan fill, fillQueue),
+		limits:       newLimits(),
 	}
 	c.l1 = newL1(cfg.L1Size, cfg.L1TTL, cfg.L1NegativeTTL, func() time.Time { return c.now() })
 	c.read = newNode(breakerRead, cfg, true, m, log)
@@ -193,10 +199,11 @@ func (c *Cache) BreakerStates() (read, write string) { return c.read.state(), c.
 
 // Run handles what arrives from outside a lookup until ctx ends: Sentinel
 // events, invalidation messages from other instances, the replay of
-// pending invalidations, and the Redis fills lookups and creates queue.
+// pending invalidations, the Redis fills lookups and creates queue, and
+// the counts of the shared rate limits.
 func (c *Cache) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	for _, fn := range []func(context.Context){c.watchSentinels, c.subscribe, c.replay, c.writeFills} {
+	for _, fn := range []func(context.Context){c.watchSentinels, c.subscribe, c.replay, c.writeFills, c.sendTakes} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -168,6 +168,13 @@ func newOfflineCache(tb testing.TB, origin Origin, cfg Config) *Cache {
 
 func newTestCache(tb testing.TB, cfg Config) (*Cache, *fakeOrigin, *stack.Stack) {
 	tb.Helper()
+	return newTestCacheHooked(tb, cfg, func(*Cache) {})
+}
+
+// newTestCacheHooked is newTestCache with hook run on the cache before it
+// starts (to set test hooks without a race).
+func newTestCacheHooked(tb testing.TB, cfg Config, hook func(*Cache)) (*Cache, *fakeOrigin, *stack.Stack) {
+	tb.Helper()
 	s := stacktest.Start(tb)
 	origin := testLinks(20)
 	cfg.MasterName, cfg.SentinelAddrs = s.MasterName(), s.SentinelAddrs()
@@ -175,10 +182,8 @@ func newTestCache(tb testing.TB, cfg Config) (*Cache, *fakeOrigin, *stack.Stack)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- c.Run(ctx) }()
-	tb.Cleanup(func() { cancel(); <-done; c.Close() })
+	hook(c)
+	runCache(tb, c)
 	return c, origin, s
 }
 

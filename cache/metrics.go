@@ -20,6 +20,7 @@ type metrics struct {
 	events                  *prometheus.CounterVec // event
 	pending                 prometheus.Gauge
 	invalidated             *prometheus.CounterVec // result: sent, error
+	limits                  *prometheus.CounterVec // result: ok, error, skipped, dropped
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -68,9 +69,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "shortener_invalidations_total",
 			Help: "Batches of invalidations sent to Redis (DEL + PUBLISH), by result.",
 		}, []string{"result"}),
+		limits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shortener_rate_limit_counts_total",
+			Help: "Admitted creates counted against the shared rate limits in Redis, off the request path: ok, error, skipped (write breaker not closed), dropped (queue full).",
+		}, []string{"result"}),
 	}
 	for _, c := range []prometheus.Collector{m.lookups, m.l1, m.redis, m.fills, m.origin, m.shared,
-		m.transitions, m.state, m.events, m.pending, m.invalidated} {
+		m.transitions, m.state, m.events, m.pending, m.invalidated, m.limits} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -99,6 +104,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, r := range []string{"sent", "error", "skipped"} {
 		m.invalidated.WithLabelValues(r)
+	}
+	for _, r := range []string{"ok", "error", "skipped", "dropped"} {
+		m.limits.WithLabelValues(r)
 	}
 	return m, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"shortener"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,29 +193,52 @@ func waitSubscribed(t *testing.T, a, b *Cache) {
 	}
 }
 
-// TestAllowIsShared: two instances draw on one budget per key (burst 10,
-// 1/s): together they admit 10 requests at once, not 10 each; another key
-// has its own budget.
-func TestAllowIsShared(t *testing.T) {
-	a, _, s := newTestCache(t, testConfig())
-	b, err := New(testConfig(func(c *Config) { c.MasterName, c.SentinelAddrs = s.MasterName(), s.SentinelAddrs() }),
-		testLinks(1), &fakeOutbox{}, quietLog(), prometheus.NewRegistry())
+// limitCounts is how many counts c has sent to the master or given up on.
+func limitCounts(c *Cache) float64 {
+	return count(c.m.limits, "ok") + count(c.m.limits, "error") + count(c.m.limits, "skipped") + count(c.m.limits, "dropped")
+}
+
+// takeAndWait is the create path's use of the limiter: a request refused
+// by the shared bucket is refused; else it is admitted and counted. The
+// test then waits until the count reached the master, so each request
+// sees the answers of those before it. It reports whether the request was
+// admitted, and the wait of a refusal.
+func takeAndWait(t *testing.T, c *Cache, key string, rate float64, burst int) (bool, time.Duration) {
+	t.Helper()
+	if wait, refused := c.Refused(key); refused {
+		return false, wait
+	}
+	before := limitCounts(c)
+	c.Take(key, rate, burst)
+	deadline := time.Now().Add(20 * time.Second)
+	for limitCounts(c) == before {
+		if time.Now().After(deadline) {
+			t.Fatal("a count never reached the master")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := count(c.m.limits, "ok"); got == 0 {
+		t.Fatalf("the count failed (errors %v)", count(c.m.limits, "error"))
+	}
+	return true, 0
+}
+
+// TestTakeIsShared: two instances draw on one budget per key (burst 10,
+// one request per 10 s): together they admit the burst, plus at most one
+// request each before they hear the master's refusal, not 10 each; another
+// key has its own budget.
+func TestTakeIsShared(t *testing.T) {
+	// A long deadline: this test counts admissions, and a count that
+	// timed out on a busy machine would be missing from the budget.
+	cfg := testConfig(func(c *Config) { c.Timeout = 2 * time.Second })
+	a, _, s := newTestCache(t, cfg)
+	b, err := New(testConfig(func(c *Config) {
+		c.MasterName, c.SentinelAddrs, c.Timeout = s.MasterName(), s.SentinelAddrs(), cfg.Timeout
+	}), testLinks(1), &fakeOutbox{}, quietLog(), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.Close() })
-	ctx := context.Background()
-	// The first calls may meet a cold pool; poll until Redis answers.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, _, err := a.Allow(ctx, "warm", 1000, 1000); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("Redis never answered the limiter")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	runCache(t, b)
 	allowed := 0
 	var lastWait time.Duration
 	for i := range 30 {
@@ -222,24 +246,77 @@ func TestAllowIsShared(t *testing.T) {
 		if i%2 == 1 {
 			c = b
 		}
-		ok, wait, err := c.Allow(ctx, "addr:192.0.2.1", 1, 10)
-		if err != nil {
-			t.Fatalf("request %d: %v", i, err)
-		}
-		if ok {
+		if ok, wait := takeAndWait(t, c, "addr:192.0.2.1", 0.1, 10); ok {
 			allowed++
 		} else {
 			lastWait = wait
 		}
 	}
-	if allowed < 10 || allowed > 11 { // 11: a token may refill during the loop
-		t.Errorf("two instances admitted %d of 30 requests at burst 10, want 10 in all", allowed)
+	if allowed < 10 || allowed > 12 {
+		t.Errorf("two instances admitted %d of 30 requests at burst 10, want 10 and at most one more per instance", allowed)
 	}
-	if lastWait <= 0 || lastWait > time.Second {
-		t.Errorf("refused request's wait %s, want within one interval (1 s)", lastWait)
+	if lastWait <= 0 || lastWait > 30*time.Second {
+		t.Errorf("refused request's wait %s, want within three intervals (30 s)", lastWait)
 	}
-	if ok, _, err := b.Allow(ctx, "addr:192.0.2.2", 1, 10); !ok || err != nil {
-		t.Errorf("another address: %v, %v; want allowed", ok, err)
+	if ok, _ := takeAndWait(t, b, "addr:192.0.2.2", 0.1, 10); !ok {
+		t.Error("another address was refused; want it admitted")
+	}
+}
+
+// TestCreateLimitDoesNotWaitOnAFrozenMaster: with the master frozen
+// (SIGSTOP: the kernel still accepts connections, nothing answers), the
+// create path's calls to the shared limiter return before the limiter's
+// Redis call completes; the call itself goes on off the path and fails on
+// the frozen master. Before, Allow sent the GCRA script on the request's
+// path, and a create waited one Redis deadline (until the write breaker
+// opened).
+func TestCreateLimitDoesNotWaitOnAFrozenMaster(t *testing.T) {
+	stalled, release := make(chan struct{}), make(chan struct{})
+	var hold atomic.Bool
+	c, _, s := newTestCacheHooked(t, testConfig(func(c *Config) { c.Timeout = time.Second }), func(c *Cache) {
+		c.beforeLimitSend = func() {
+			if hold.Load() {
+				stalled <- struct{}{}
+				<-release
+			}
+		}
+	})
+	// Warm: the script is loaded and the pool connected.
+	takeAndWait(t, c, "key:warm", 1000, 1000)
+	master, err := s.Master(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := master.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { master.Cont() }) //nolint:errcheck // the stack's cleanup kills it anyway
+	hold.Store(true)
+
+	before := count(c.m.limits, "ok") + count(c.m.limits, "error")
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		c.Refused("key:k")
+		c.Take("key:k", 1000, 1000)
+	}()
+	select {
+	case <-returned:
+	case <-time.After(30 * time.Second): // the limiter call is held: only a wait on it gets here
+		close(release)
+		t.Fatal("the create path's limiter calls did not return while the limiter's Redis call was held")
+	}
+	if got := count(c.m.limits, "ok") + count(c.m.limits, "error"); got != before {
+		t.Errorf("a limiter Redis call completed (%v) before the create path returned; want none", got-before)
+	}
+	<-stalled // the count is on its way to the frozen master
+	close(release)
+	deadline := time.Now().Add(30 * time.Second)
+	for count(c.m.limits, "error") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the count never failed on the frozen master (ok %v)", count(c.m.limits, "ok"))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"context"
 	"math"
 	"net"
 	"net/http"
@@ -17,13 +16,16 @@ import (
 
 // Limiter keeps rate limits shared by every instance (in Redis), so a
 // client's budget is the same however the load balancer spreads its
-// requests.
+// requests. Neither method may wait on the shared store: no create waits
+// on Redis.
 type Limiter interface {
-	// Allow takes one request from the bucket named key, refilled at rate
-	// per second up to burst. It reports whether the request may go on,
-	// and if not how long until it could; an error means the shared
-	// store cannot answer now (the caller then limits locally).
-	Allow(ctx context.Context, key string, rate float64, burst int) (bool, time.Duration, error)
+	// Refused reports whether the shared bucket named key has turned
+	// requests down, and if so how long until it admits again.
+	Refused(key string) (time.Duration, bool)
+	// Take counts one admitted request against the bucket named key,
+	// refilled at rate per second up to burst; the shared store's answer
+	// shows in later Refused calls.
+	Take(key string, rate float64, burst int)
 }
 
 // maxLocalBuckets bounds the per-instance limiter's memory: at most this
@@ -60,9 +62,13 @@ func (l *localLimiter) allow(key string, r float64, burst int) (bool, time.Durat
 }
 
 // createLimit limits link creation: per API key for keyed requests
-// (KeyCreateRate), per client address for anonymous ones (CreateRate),
-// shared by every instance through the Limiter, or per instance while it
-// cannot answer. Over the limit is 429 with Retry-After.
+// (KeyCreateRate), per client address for anonymous ones (CreateRate).
+// A request must pass this instance's own bucket and must not be refused
+// by the shared one (the Limiter), which learns of every admitted request
+// off the request's path; so a client gets at most one burst per instance
+// before the shared budget holds it to the rate over all of them, and
+// while the shared store cannot answer each instance limits on its own.
+// Over the limit is 429 with Retry-After.
 func (h *Handler) createLimit() echo.MiddlewareFunc {
 	local := newLocalLimiter(maxLocalBuckets)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -75,15 +81,18 @@ func (h *Handler) createLimit() echo.MiddlewareFunc {
 			if r <= 0 {
 				return next(c)
 			}
-			ok, wait, err := false, time.Duration(0), error(nil)
+			wait, refused := time.Duration(0), false
 			if h.d.Limiter != nil {
-				ok, wait, err = h.d.Limiter.Allow(c.Request().Context(), key, r, burst)
+				wait, refused = h.d.Limiter.Refused(key)
 			}
-			if h.d.Limiter == nil || err != nil {
-				ok, wait = local.allow(key, r, burst)
-			}
-			if ok {
-				return next(c)
+			if !refused {
+				var ok bool
+				if ok, wait = local.allow(key, r, burst); ok {
+					if h.d.Limiter != nil {
+						h.d.Limiter.Take(key, r, burst)
+					}
+					return next(c)
+				}
 			}
 			retry := strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
 			c.Response().Header().Set("Retry-After", retry)
