@@ -60,10 +60,13 @@ const (
 
 // take is one admitted request, owed to the shared bucket.
 type take struct {
-	key      string
-	interval int64 // microseconds between requests at the rate
+	key      string // the bucket's name, as the caller gave it
+	interval int64  // microseconds between requests at the rate
 	burst    int
 }
+
+// bucketKey is the Redis key of the bucket named key.
+func bucketKey(key string) string { return "ratelimit:" + key }
 
 // limits is what an instance knows of the shared buckets.
 type limits struct {
@@ -111,7 +114,7 @@ func (c *Cache) Take(key string, rate float64, burst int) {
 		return
 	}
 	select {
-	case c.limits.takes <- take{key: "ratelimit:" + key, interval: max(1, int64(1e6/rate)), burst: burst}:
+	case c.limits.takes <- take{key: key, interval: max(1, int64(1e6/rate)), burst: burst}:
 	default:
 		c.m.limits.WithLabelValues("dropped").Inc()
 	}
@@ -165,13 +168,14 @@ func (c *Cache) sendTakeBatch(ctx context.Context, batch map[string]*takeCount, 
 		c.m.limits.WithLabelValues("skipped").Add(float64(n))
 		return
 	}
-	args := make([]any, 0, 3*len(order))
+	keys, args := make([]string, 0, len(order)), make([]any, 0, 3*len(order))
 	for _, k := range order {
 		b := batch[k]
+		keys = append(keys, bucketKey(k))
 		args = append(args, b.interval, b.burst, b.n)
 	}
 	waits, err := run(ctx, c.write, func(ctx context.Context, r *redis.Client) ([]int64, error) {
-		return gcraTake.Run(ctx, r, order, args...).Int64Slice()
+		return gcraTake.Run(ctx, r, keys, args...).Int64Slice()
 	})
 	if err != nil || len(waits) != len(order) {
 		c.m.limits.WithLabelValues("error").Add(float64(n))
@@ -181,11 +185,10 @@ func (c *Cache) sendTakeBatch(ctx context.Context, batch map[string]*takeCount, 
 	c.m.limits.WithLabelValues("ok").Add(float64(n))
 	now := c.now()
 	for i, k := range order {
-		key := k[len("ratelimit:"):]
 		if waits[i] > 0 {
-			c.limits.refused.Set(key, now.Add(time.Duration(waits[i])*time.Microsecond))
+			c.limits.refused.Set(k, now.Add(time.Duration(waits[i])*time.Microsecond))
 		} else {
-			c.limits.refused.Invalidate(key)
+			c.limits.refused.Invalidate(k)
 		}
 	}
 }
