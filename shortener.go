@@ -120,7 +120,22 @@ type Click struct {
 	At       time.Time // UTC
 	Referrer string    // host of the Referer header, lower case; "" when none
 	Agent    Agent
+	// Request names the proxied request the redirect answered, when the
+	// proxy in front (nginx) said: a retry of one request on another
+	// instance carries the same one, so the two clicks count once.
+	Request ClickRequest
 }
+
+// ClickRequest identifies one request as the proxy in front of the
+// instances received it: its random ID and when the proxy sent it on
+// (Unix ms, the proxy's clock). The zero value is "not known".
+type ClickRequest struct {
+	ID [16]byte
+	At int64
+}
+
+// Known reports whether r names a request.
+func (r ClickRequest) Known() bool { return r != ClickRequest{} }
 
 // Trend is one link's place in a trending answer: the link and its clicks
 // in the answer's window.

@@ -49,6 +49,15 @@ type Config struct {
 	// SyncInterval is how often the journal is fsynced: what a machine
 	// crash (not a process crash) can lose.
 	SyncInterval time.Duration
+	// MaxRequestAge is how old a click's proxied request (Click.Request)
+	// may be when it is journaled; an older one is dropped and counted
+	// (reason "stale"). The proxy has long given up on such a request
+	// (nginx waits 400 ms for a redirect, then retries elsewhere), so its
+	// client never got this answer; and the bound is what lets the
+	// database forget request IDs (see Store.PurgeClickRequests). It
+	// must exceed the longest the proxy waits for an answer plus the
+	// clock difference between proxy and instance.
+	MaxRequestAge time.Duration
 }
 
 // Pages ahead of the write position are faulted in, writable, by a
@@ -126,8 +135,8 @@ var (
 // nil.
 func Open(cfg Config, obs Observer, log *slog.Logger, reg prometheus.Registerer) (*Journal, error) {
 	// No defaults here: cmd/shortener's configuration owns them.
-	if cfg.Dir == "" || cfg.MaxBytes <= 0 || cfg.SegmentBytes <= headerSize+maxPayload+recordHeader || cfg.SyncInterval <= 0 {
-		return nil, fmt.Errorf("open journal: need a directory and a positive max bytes, segment bytes and sync interval, got %+v", cfg)
+	if cfg.Dir == "" || cfg.MaxBytes <= 0 || cfg.SegmentBytes <= headerSize+maxPayload+recordHeader || cfg.SyncInterval <= 0 || cfg.MaxRequestAge <= 0 {
+		return nil, fmt.Errorf("open journal: need a directory and a positive max bytes, segment bytes, sync interval and max request age, got %+v", cfg)
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)
@@ -149,7 +158,7 @@ func Open(cfg Config, obs Observer, log *slog.Logger, reg prometheus.Registerer)
 		recorded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shortener_clicks_recorded_total", Help: "Clicks written to the journal."}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shortener_clicks_dropped_total", Help: "Clicks not journaled: full (the journal reached its bound), error (a segment could not be created), closed."}, []string{"reason"}),
+			Name: "shortener_clicks_dropped_total", Help: "Clicks not journaled: full (the journal reached its bound), error (a segment could not be created), closed, stale (the proxy's request was older than the max request age: the proxy had given up on it)."}, []string{"reason"}),
 	}
 	fail := func(err error) (*Journal, error) {
 		lock.Close()
@@ -175,7 +184,7 @@ func Open(cfg Config, obs Observer, log *slog.Logger, reg prometheus.Registerer)
 	if err := j.rotate(); err != nil {
 		return fail(err)
 	}
-	for _, r := range []string{"full", "error", "closed"} {
+	for _, r := range []string{"full", "error", "closed", "stale"} {
 		j.dropped.WithLabelValues(r)
 	}
 	if reg != nil {
@@ -198,7 +207,8 @@ func (j *Journal) ID() int64 { return j.id }
 // segment, for creating the next one). A click that cannot be journaled
 // (the journal is at its bound, a segment cannot be created) is dropped
 // and counted in shortener_clicks_dropped_total: the redirect it belongs
-// to is answered all the same.
+// to is answered all the same. So is a click whose proxied request is
+// older than MaxRequestAge when it would be written.
 func (j *Journal) Record(c shortener.Click) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -220,15 +230,26 @@ func (j *Journal) Record(c shortener.Click) {
 			return
 		}
 	}
-	copy(j.mem[j.off:], rec)
-	if j.off/prefaultStep != (j.off+n)/prefaultStep {
-		j.askPrefault()
-	}
-	j.off += n
-	j.size.Add(n)
+	// The age check, the copy and the head's move are one step under
+	// hmu, which the shipper's readable takes after reading its clock:
+	// a click the shipper did not see was checked against a clock
+	// reading later than the shipper's. That is what bounds how far a
+	// journal's caught-up time can run ahead of the requests it has yet
+	// to ship (Store.PurgeClickRequests relies on it).
 	j.hmu.Lock()
+	if c.Request.Known() && j.now().UnixMilli()-c.Request.At > j.cfg.MaxRequestAge.Milliseconds() {
+		j.hmu.Unlock()
+		j.dropped.WithLabelValues("stale").Inc()
+		return
+	}
+	copy(j.mem[j.off:], rec)
+	j.off += n
 	j.head.off = j.off
 	j.hmu.Unlock()
+	if (j.off-n)/prefaultStep != j.off/prefaultStep {
+		j.askPrefault()
+	}
+	j.size.Add(n)
 	j.recorded.Inc()
 	if j.obs != nil {
 		j.pending = append(j.pending, c)

@@ -2,7 +2,9 @@ package clicks
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
@@ -19,17 +21,19 @@ import (
 // memSink is the Sink's contract in memory: positions per segment and
 // counts per link, a batch applied only from its segment's position.
 type memSink struct {
-	mu      sync.Mutex
-	pos     map[[2]int64]int64
-	counts  map[int64]int
-	down    bool // every call fails
-	lose    int  // this many next batches are applied but answered with an error
-	batches int
-	retired bool
+	mu     sync.Mutex
+	pos    map[[2]int64]int64
+	counts map[int64]int
+	// requests counted, as the store's click_requests
+	requests map[shortener.ClickRequest]bool
+	down     bool // every call fails
+	lose     int  // this many next batches are applied but answered with an error
+	batches  int
+	retired  bool
 }
 
 func newMemSink() *memSink {
-	return &memSink{pos: map[[2]int64]int64{}, counts: map[int64]int{}}
+	return &memSink{pos: map[[2]int64]int64{}, counts: map[int64]int{}, requests: map[shortener.ClickRequest]bool{}}
 }
 
 var errDown = errors.New("sink down")
@@ -43,26 +47,43 @@ func (m *memSink) ShippedTo(_ context.Context, journal, segment int64) (int64, e
 	return m.pos[[2]int64{journal, segment}], nil
 }
 
-func (m *memSink) ShipClicks(_ context.Context, b shortener.ClickBatch) (bool, int64, error) {
+func (m *memSink) ShipClicks(_ context.Context, b shortener.ClickBatch) (bool, int64, int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down {
-		return false, 0, errDown
+		return false, 0, 0, errDown
 	}
 	k := [2]int64{b.Journal, b.Segment}
 	if m.pos[k] != b.From {
-		return false, m.pos[k], nil
+		return false, m.pos[k], 0, nil
 	}
+	dups := 0
 	for _, c := range b.Clicks {
+		if c.Request.Known() {
+			if m.requests[c.Request] {
+				dups++
+				continue
+			}
+			m.requests[c.Request] = true
+		}
 		m.counts[c.LinkID]++
 	}
 	m.pos[k] = b.To
 	m.batches++
 	if m.lose > 0 {
 		m.lose--
-		return false, 0, errors.New("connection lost after commit")
+		return false, 0, 0, errors.New("connection lost after commit")
 	}
-	return true, b.To, nil
+	return true, b.To, dups, nil
+}
+
+func (m *memSink) PurgeClickRequests(context.Context, time.Duration, time.Duration, time.Duration) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return 0, errDown
+	}
+	return 0, nil
 }
 
 func (m *memSink) ForgetSegments(_ context.Context, journal, through int64) error {
@@ -129,13 +150,17 @@ func withDefaults(tb testing.TB, cfg Config) Config {
 	if cfg.SyncInterval == 0 {
 		cfg.SyncInterval = time.Second
 	}
+	if cfg.MaxRequestAge == 0 {
+		cfg.MaxRequestAge = 30 * time.Second
+	}
 	return cfg
 }
 
 // newShipper is NewShipper with a test's settings.
 func newShipper(tb testing.TB, j *Journal, sink Sink, reg prometheus.Registerer) *Shipper {
 	tb.Helper()
-	s, err := NewShipper(j, sink, ShipperConfig{MaxBatch: 100, Interval: time.Millisecond, Timeout: 10 * time.Second, Heartbeat: time.Millisecond}, discard(), reg)
+	s, err := NewShipper(j, sink, ShipperConfig{MaxBatch: 100, Interval: time.Millisecond, Timeout: 10 * time.Second, Heartbeat: time.Millisecond,
+		PurgeEvery: time.Millisecond, RequestWindow: time.Minute, RequestHold: time.Hour}, discard(), reg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -481,8 +506,15 @@ func TestRecordRoundTrip(t *testing.T) {
 		{LinkID: 1, Code: "a", At: at},
 		{LinkID: 1 << 62, Code: "AbC123xyz", At: at, Referrer: "news.example.com", Agent: shortener.AgentBot},
 		{LinkID: -5, Code: long, At: at, Referrer: long},
+		{LinkID: 7, Code: "req", At: at, Referrer: "t.co", Request: shortener.ClickRequest{ID: [16]byte{1, 2, 3, 15: 0xff}, At: at.UnixMilli() - 3}},
+		{LinkID: 7, Code: "req", At: at, Request: shortener.ClickRequest{ID: [16]byte{15: 1}, At: 1}},
 	} {
 		b := appendRecord(nil, c)
+		// Clicks without a request keep version 1, the only version
+		// journals written before requests existed hold.
+		if wantV := map[bool]byte{false: recordVersion, true: recordVersionRequest}[c.Request.Known()]; b[recordHeader] != wantV {
+			t.Errorf("record of %+v has version %d, want %d", c, b[recordHeader], wantV)
+		}
 		sc := parse(b, 0, true, 10)
 		if len(sc.clicks) != 1 || sc.corrupt != 0 || sc.torn || sc.next != int64(len(b)) {
 			t.Fatalf("parse(%+v): %+v", c, sc)
@@ -490,9 +522,52 @@ func TestRecordRoundTrip(t *testing.T) {
 		got := sc.clicks[0]
 		want := c
 		want.Code, want.Referrer = clip(c.Code), clip(c.Referrer)
-		if !got.At.Equal(want.At) || got.LinkID != want.LinkID || got.Code != want.Code || got.Referrer != want.Referrer || got.Agent != want.Agent {
+		if !got.At.Equal(want.At) || got.LinkID != want.LinkID || got.Code != want.Code || got.Referrer != want.Referrer || got.Agent != want.Agent || got.Request != want.Request {
 			t.Errorf("got %+v, want %+v", got, want)
 		}
+	}
+}
+
+// TestRecordVersion1 reads a record as the journal wrote it before
+// clicks named their requests (bytes taken from such a journal's
+// encoding): journals left by an older binary ship unchanged.
+func TestRecordVersion1(t *testing.T) {
+	payload := []byte{1, 84, 0xf6, 0xd5, 0xe3, 0xef, 0xc1, 0x65, 0, 2, 'c', 'k', 4, 't', '.', 'c', 'o'}
+	rec := []byte{recordMagic, 0, byte(len(payload)), 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(rec[3:], crc32.Checksum(payload, castagnoli))
+	rec = append(rec, payload...)
+	sc := parse(rec, 0, true, 10)
+	if len(sc.clicks) != 1 || sc.corrupt != 0 {
+		t.Fatalf("parse of a version 1 record: %+v", sc)
+	}
+	if c := sc.clicks[0]; c.LinkID != 42 || c.Code != "ck" || c.Referrer != "t.co" || c.Request.Known() {
+		t.Errorf("version 1 record read as %+v", c)
+	}
+}
+
+// TestStaleRequestDropped drops a click whose proxied request is older
+// than MaxRequestAge when it is written (the proxy gave up on it), and
+// keeps one just within it and one with no request.
+func TestStaleRequestDropped(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	j, err := Open(withDefaults(t, Config{MaxRequestAge: 30 * time.Second}), nil, discard(), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	now := time.Now()
+	old := click(1, now)
+	old.Request = shortener.ClickRequest{ID: [16]byte{1}, At: now.Add(-31 * time.Second).UnixMilli()}
+	fresh := click(2, now)
+	fresh.Request = shortener.ClickRequest{ID: [16]byte{2}, At: now.Add(-29 * time.Second).UnixMilli()}
+	j.Record(old)
+	j.Record(fresh)
+	j.Record(click(3, now))
+	if got := testutil.ToFloat64(j.dropped.WithLabelValues("stale")); got != 1 {
+		t.Errorf("dropped{stale} = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(j.recorded); got != 2 {
+		t.Errorf("recorded = %v, want 2", got)
 	}
 }
 

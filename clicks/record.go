@@ -18,15 +18,22 @@ import (
 //	version 1 | link ID (varint) | time, Unix ms (varint) | agent (1 byte) |
 //	code length (1 byte) | code | referrer length (1 byte) | referrer host
 //
+// or, for a click whose proxied request is known (Click.Request), version
+// 2: the same fields, then the request's ID (16 bytes) and its time (Unix
+// ms, varint). A click without one is still written as version 1, so
+// journals written before version 2 existed read the same.
+//
 // The magic byte and the checksum let a reader tell a torn or corrupt
 // record from a good one and find the next good one after it.
 const (
 	recordMagic   = 0xC7
 	recordHeader  = 1 + 2 + 4
 	recordVersion = 1
+	// recordVersionRequest is a record that names its request.
+	recordVersionRequest = 2
 	// maxPayload bounds a payload: code and referrer are clipped to 255
 	// bytes each, so anything longer is corruption.
-	maxPayload = 2*maxField + 32
+	maxPayload = 2*maxField + 32 + 16 + binary.MaxVarintLen64
 	maxField   = 255
 )
 
@@ -48,13 +55,21 @@ func appendRecord(buf []byte, c shortener.Click) []byte {
 	code, ref := clip(c.Code), clip(c.Referrer)
 	start := len(buf)
 	buf = append(buf, recordMagic, 0, 0, 0, 0, 0, 0)
-	buf = append(buf, recordVersion)
+	if c.Request.Known() {
+		buf = append(buf, recordVersionRequest)
+	} else {
+		buf = append(buf, recordVersion)
+	}
 	buf = binary.AppendVarint(buf, c.LinkID)
 	buf = binary.AppendVarint(buf, c.At.UnixMilli())
 	buf = append(buf, byte(c.Agent), byte(len(code)))
 	buf = append(buf, code...)
 	buf = append(buf, byte(len(ref)))
 	buf = append(buf, ref...)
+	if c.Request.Known() {
+		buf = append(buf, c.Request.ID[:]...)
+		buf = binary.AppendVarint(buf, c.Request.At)
+	}
 	payload := buf[start+recordHeader:]
 	binary.BigEndian.PutUint16(buf[start+1:], uint16(len(payload)))
 	binary.BigEndian.PutUint32(buf[start+3:], crc32.Checksum(payload, castagnoli))
@@ -70,9 +85,10 @@ func clip(s string) string {
 
 // decodePayload decodes a record's payload.
 func decodePayload(p []byte) (shortener.Click, error) {
-	if len(p) < 1 || p[0] != recordVersion {
+	if len(p) < 1 || p[0] != recordVersion && p[0] != recordVersionRequest {
 		return shortener.Click{}, errBadPayload
 	}
+	version := p[0]
 	p = p[1:]
 	id, n := binary.Varint(p)
 	if n <= 0 {
@@ -96,16 +112,34 @@ func decodePayload(p []byte) (shortener.Click, error) {
 	p = p[codeLen:]
 	refLen := int(p[0])
 	p = p[1:]
-	if len(p) != refLen {
+	if len(p) < refLen {
 		return shortener.Click{}, errBadPayload
 	}
-	return shortener.Click{
+	c := shortener.Click{
 		LinkID:   id,
 		Code:     code,
 		At:       time.UnixMilli(ms).UTC(),
-		Referrer: string(p),
+		Referrer: string(p[:refLen]),
 		Agent:    shortener.Agent(agent),
-	}, nil
+	}
+	p = p[refLen:]
+	if version == recordVersionRequest {
+		if len(p) < len(c.Request.ID)+1 {
+			return shortener.Click{}, errBadPayload
+		}
+		copy(c.Request.ID[:], p)
+		p = p[len(c.Request.ID):]
+		at, n := binary.Varint(p)
+		if n <= 0 || !c.Request.Known() {
+			return shortener.Click{}, errBadPayload
+		}
+		c.Request.At = at
+		p = p[n:]
+	}
+	if len(p) != 0 {
+		return shortener.Click{}, errBadPayload
+	}
+	return c, nil
 }
 
 // header is what a segment's header says.

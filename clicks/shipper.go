@@ -22,8 +22,15 @@ type Sink interface {
 	// ShipClicks counts b and records its segment as counted through
 	// b.To, in one transaction, if the segment is counted through exactly
 	// b.From. Otherwise it counts nothing and returns applied false with
-	// the position the segment is counted through.
-	ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied bool, pos int64, err error)
+	// the position the segment is counted through. A click whose
+	// request (Click.Request) is counted already is not counted again:
+	// dups is how many of b's were such.
+	ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied bool, pos int64, dups int, err error)
+	// PurgeClickRequests forgets the counted requests no journal can
+	// still hold a copy of (clicks older than maxAge are never journaled;
+	// window and hold bound what the journals' progress cannot vouch
+	// for) and returns how many it forgot.
+	PurgeClickRequests(ctx context.Context, maxAge, window, hold time.Duration) (int64, error)
 	// ForgetSegments drops the positions of a journal's segments up to
 	// segment through, whose files are gone.
 	ForgetSegments(ctx context.Context, journal, through int64) error
@@ -43,6 +50,11 @@ type ShipperConfig struct {
 	// Heartbeat is how often an idle shipper says it is caught up, which
 	// keeps the stats' as_of current.
 	Heartbeat time.Duration
+	// PurgeEvery is how often the counted requests are purged
+	// (Sink.PurgeClickRequests) with RequestWindow and RequestHold.
+	PurgeEvery    time.Duration
+	RequestWindow time.Duration
+	RequestHold   time.Duration
 }
 
 // Shipper copies a journal to the Sink in batches, each counted exactly
@@ -56,19 +68,20 @@ type Shipper struct {
 	now func() time.Time
 
 	// The segment being shipped; f is nil between segments.
-	f        *os.File
-	seq      int64
-	hdr      header
-	pos      int64
-	lastBeat time.Time
-	oldest   atomic.Int64 // Unix ns of the oldest unshipped click; 0: none known
+	f         *os.File
+	seq       int64
+	hdr       header
+	pos       int64
+	lastBeat  time.Time
+	lastPurge time.Time
+	oldest    atomic.Int64 // Unix ns of the oldest unshipped click; 0: none known
 
-	shipped, batches, corrupt, errs prometheus.Counter
+	shipped, batches, corrupt, errs, dups, purged prometheus.Counter
 }
 
 // NewShipper returns a Shipper of j's segments into db.
 func NewShipper(j *Journal, db Sink, cfg ShipperConfig, log *slog.Logger, reg prometheus.Registerer) (*Shipper, error) {
-	if cfg.MaxBatch <= 0 || cfg.Interval <= 0 || cfg.Timeout <= 0 || cfg.Heartbeat <= 0 {
+	if cfg.MaxBatch <= 0 || cfg.Interval <= 0 || cfg.Timeout <= 0 || cfg.Heartbeat <= 0 || cfg.PurgeEvery <= 0 || cfg.RequestWindow <= 0 || cfg.RequestHold <= 0 {
 		return nil, fmt.Errorf("new shipper: every setting must be positive, got %+v", cfg)
 	}
 	s := &Shipper{j: j, db: db, cfg: cfg, log: log, now: time.Now,
@@ -80,9 +93,13 @@ func NewShipper(j *Journal, db Sink, cfg ShipperConfig, log *slog.Logger, reg pr
 			Name: "shortener_click_journal_corrupt_total", Help: "Corrupt stretches and torn tails skipped while reading the journal."}),
 		errs: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shortener_click_ship_errors_total", Help: "Failed attempts to ship a batch (retried)."}),
+		dups: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shortener_clicks_duplicate_total", Help: "Clicks shipped but not counted: their request (nginx's retry of it on another instance, or on this one) was counted already."}),
+		purged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shortener_click_requests_purged_total", Help: "Counted request IDs forgotten by this instance's purges."}),
 	}
 	if reg != nil {
-		reg.MustRegister(s.shipped, s.batches, s.corrupt, s.errs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		reg.MustRegister(s.shipped, s.batches, s.corrupt, s.errs, s.dups, s.purged, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "shortener_click_oldest_unshipped_seconds", Help: "Age of the oldest click in the journal not yet counted in MySQL; 0 when caught up."},
 			s.oldestAge))
 	}
@@ -189,7 +206,10 @@ func (s *Shipper) step(ctx context.Context) (idle bool, err error) {
 	if start >= limit {
 		if !sealed {
 			s.oldest.Store(0)
-			return true, s.heartbeat(ctx, readAt)
+			if err := s.heartbeat(ctx, readAt); err != nil {
+				return true, err
+			}
+			return true, s.purge(ctx)
 		}
 		return false, s.finishSegment(ctx)
 	}
@@ -216,7 +236,7 @@ func (s *Shipper) step(ctx context.Context) (idle bool, err error) {
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	applied, pos, err := s.db.ShipClicks(cctx, b)
+	applied, pos, dups, err := s.db.ShipClicks(cctx, b)
 	if err != nil {
 		return false, fmt.Errorf("ship clicks of journal segment %d [%d, %d): %w", s.seq, b.From, b.To, err)
 	}
@@ -228,12 +248,30 @@ func (s *Shipper) step(ctx context.Context) (idle bool, err error) {
 		return false, nil
 	}
 	s.pos = sc.next
-	s.shipped.Add(float64(len(sc.clicks)))
+	s.shipped.Add(float64(len(sc.clicks) - dups))
+	s.dups.Add(float64(dups))
 	s.batches.Inc()
 	if !b.CaughtUp.IsZero() {
 		s.lastBeat = s.now()
 	}
-	return false, nil
+	return false, s.purge(ctx)
+}
+
+// purge forgets counted requests now and then (every instance does it;
+// a purge is idempotent and cheap when there is nothing to forget).
+func (s *Shipper) purge(ctx context.Context) error {
+	if s.now().Sub(s.lastPurge) < s.cfg.PurgeEvery {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	n, err := s.db.PurgeClickRequests(cctx, s.j.cfg.MaxRequestAge, s.cfg.RequestWindow, s.cfg.RequestHold)
+	if err != nil {
+		return fmt.Errorf("purge counted click requests: %w", err)
+	}
+	s.purged.Add(float64(n))
+	s.lastPurge = s.now()
+	return nil
 }
 
 // maxRead bounds what one step reads from a segment.

@@ -246,7 +246,7 @@ func BenchmarkRedirectCounting(b *testing.B) {
 		})
 	}
 	journal := func(b *testing.B) *clicks.Journal {
-		j, err := clicks.Open(clicks.Config{Dir: b.TempDir(), NodeID: 1, MaxBytes: 1 << 40, SegmentBytes: 64 << 20, SyncInterval: time.Second}, nil, log, nil)
+		j, err := clicks.Open(clicks.Config{Dir: b.TempDir(), NodeID: 1, MaxBytes: 1 << 40, SegmentBytes: 64 << 20, SyncInterval: time.Second, MaxRequestAge: 30 * time.Second}, nil, log, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -271,7 +271,7 @@ func BenchmarkRedirectCounting(b *testing.B) {
 func BenchmarkRedirectCountingRatio(b *testing.B) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	origin := oneLink{shortener.Link{ID: 42, Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
-	j, err := clicks.Open(clicks.Config{Dir: b.TempDir(), NodeID: 1, MaxBytes: 1 << 40, SegmentBytes: 16 << 20, SyncInterval: time.Second}, nil, log, nil)
+	j, err := clicks.Open(clicks.Config{Dir: b.TempDir(), NodeID: 1, MaxBytes: 1 << 40, SegmentBytes: 16 << 20, SyncInterval: time.Second, MaxRequestAge: 30 * time.Second}, nil, log, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

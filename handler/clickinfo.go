@@ -2,6 +2,7 @@ package handler
 
 import (
 	"bytes"
+	"encoding/hex"
 	"hash/maphash"
 	"shortener"
 	"strings"
@@ -140,4 +141,55 @@ func (c *agentCache) class(ua string) shortener.Agent {
 	// A copy: the header's string lives in the request's buffers.
 	slot.Store(&agentEntry{ua: strings.Clone(ua), agent: a})
 	return a
+}
+
+// clickIDHeader carries the proxy's name for a request, "$msec-$request_id"
+// in nginx's terms (nginx/nginx.conf.tmpl): when nginx passed the request
+// on (Unix seconds with milliseconds) and its random 128-bit ID, both the
+// same on every upstream nginx tries for one client request. Only nginx
+// sets it: it overwrites whatever a client sent. A redirect nginx retried
+// on a second instance after the first had journaled it is then two
+// clicks with one request, counted once (store.ShipClicks). In canonical
+// form, so the header map is indexed without canonicalising.
+const clickIDHeader = "X-Click-Id"
+
+// clickRequest parses the X-Click-Id header's values: the zero
+// ClickRequest (the click is counted as a click of its own) when there is
+// none, more than one, or it is malformed.
+func clickRequest(vs []string) shortener.ClickRequest {
+	if len(vs) != 1 {
+		return shortener.ClickRequest{}
+	}
+	v := vs[0]
+	// seconds "." milliseconds "-" 32 hex digits
+	dash := strings.IndexByte(v, '-')
+	if dash < 0 || len(v)-dash-1 != 32 {
+		return shortener.ClickRequest{}
+	}
+	var r shortener.ClickRequest
+	sec, ms, dot := int64(0), int64(0), false
+	digits := 0
+	for i := 0; i < dash; i++ {
+		switch b := v[i]; {
+		case b == '.' && !dot:
+			dot, digits = true, 0
+		case '0' <= b && b <= '9' && !dot && digits < 12:
+			sec, digits = sec*10+int64(b-'0'), digits+1
+		case '0' <= b && b <= '9' && dot && digits < 3:
+			ms, digits = ms*10+int64(b-'0'), digits+1
+		default:
+			return shortener.ClickRequest{}
+		}
+	}
+	if !dot || digits != 3 || sec == 0 {
+		return shortener.ClickRequest{}
+	}
+	if _, err := hex.Decode(r.ID[:], []byte(v[dash+1:])); err != nil {
+		return shortener.ClickRequest{}
+	}
+	r.At = sec*1000 + ms
+	if !r.Known() {
+		return shortener.ClickRequest{}
+	}
+	return r
 }

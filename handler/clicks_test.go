@@ -90,13 +90,14 @@ func TestRedirectRecordsClicks(t *testing.T) {
 	if rec := do(h, "GET", "/abc", "", "Referer", "https://t.co/xyz?q=secret", "User-Agent", "Mozilla/5.0 Firefox/133.0"); rec.Code != 302 {
 		t.Fatalf("GET: %d", rec.Code)
 	}
-	do(h, "GET", "/abc", "", "User-Agent", "curl/8.5.0")
+	do(h, "GET", "/abc", "", "User-Agent", "curl/8.5.0", "X-Click-Id", "1733250000.123-000102030405060708090a0b0c0d0e0f")
 	do(h, "HEAD", "/abc", "")
 	do(h, "GET", "/nope", "")
 	do(h, "GET", "/old", "")
 	want := []shortener.Click{
 		{LinkID: 7, Code: "abc", At: now, Referrer: "t.co", Agent: shortener.AgentBrowser},
-		{LinkID: 7, Code: "abc", At: now, Referrer: "", Agent: shortener.AgentBot},
+		{LinkID: 7, Code: "abc", At: now, Referrer: "", Agent: shortener.AgentBot,
+			Request: shortener.ClickRequest{ID: [16]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, At: 1733250000123}},
 	}
 	if len(log.clicks) != len(want) {
 		t.Fatalf("recorded %d clicks, want %d: %+v", len(log.clicks), len(want), log.clicks)
@@ -179,5 +180,33 @@ func TestStats(t *testing.T) {
 	}
 	if rec := do(h, "GET", "/api/v1/links/nope/stats", "", key...); rec.Code != 404 {
 		t.Errorf("unknown code: got %d, want 404", rec.Code)
+	}
+}
+
+// TestClickRequest parses nginx's X-Click-Id ("$msec-$request_id") and
+// ignores anything else, so a malformed header only loses deduplication.
+func TestClickRequest(t *testing.T) {
+	id := [16]byte{0x5f, 0x0c, 0x1d, 0x2e, 0x3f, 0x40, 0x51, 0x62, 0x73, 0x84, 0x95, 0xa6, 0xb7, 0xc8, 0xd9, 0xea}
+	for _, tc := range []struct {
+		in   []string
+		want shortener.ClickRequest
+	}{
+		{[]string{"1733250000.123-5f0c1d2e3f40516273849 5a6b7c8d9ea"}, shortener.ClickRequest{}},
+		{[]string{"1733250000.123-5f0c1d2e3f405162738495a6b7c8d9ea"}, shortener.ClickRequest{ID: id, At: 1733250000123}},
+		{[]string{"1733250000.123-5F0C1D2E3F405162738495A6B7C8D9EA"}, shortener.ClickRequest{ID: id, At: 1733250000123}},
+		{nil, shortener.ClickRequest{}},
+		{[]string{""}, shortener.ClickRequest{}},
+		{[]string{"1733250000.123-5f0c1d2e3f405162738495a6b7c8d9ea", "1733250000.123-5f0c1d2e3f405162738495a6b7c8d9ea"}, shortener.ClickRequest{}},
+		{[]string{"1733250000-5f0c1d2e3f405162738495a6b7c8d9ea"}, shortener.ClickRequest{}},
+		{[]string{"1733250000.12-5f0c1d2e3f405162738495a6b7c8d9ea"}, shortener.ClickRequest{}},
+		{[]string{"1733250000.123-5f0c1d2e3f405162738495a6b7c8d9e"}, shortener.ClickRequest{}},
+		{[]string{"1733250000.123-5f0c1d2e3f405162738495a6b7c8d9eg"}, shortener.ClickRequest{}},
+		{[]string{"-1733250000.123-5f0c1d2e3f405162738495a6b7c8d9ea"}, shortener.ClickRequest{}},
+		{[]string{"17332500001234567.123-5f0c1d2e3f405162738495a6b7c8d9ea"}, shortener.ClickRequest{}},
+		{[]string{"0.000-00000000000000000000000000000000"}, shortener.ClickRequest{}},
+	} {
+		if got := clickRequest(tc.in); got != tc.want {
+			t.Errorf("clickRequest(%q) = %+v, want %+v", tc.in, got, tc.want)
+		}
 	}
 }

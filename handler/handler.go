@@ -303,6 +303,7 @@ func (h *Handler) redirect(c echo.Context) error {
 			LinkID: l.ID, Code: code, At: now.UTC(),
 			Referrer: referrerHost(r.Header.Get("Referer")),
 			Agent:    h.agents.class(r.Header.Get("User-Agent")),
+			Request:  clickRequest(r.Header[clickIDHeader]),
 		})
 	}
 	return c.Redirect(status, l.URL)

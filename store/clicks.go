@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -16,7 +17,11 @@ import (
 // referrer host in click_referrers. A batch from an instance's journal
 // adds to them in one transaction that also moves its journal segment's
 // recorded position (click_segments), which is what makes shipping
-// exactly once.
+// exactly once. A click that names its proxied request (nginx's request
+// ID, the same on nginx's retries of it on another instance) is counted
+// only if the request is new to click_requests, in the same transaction:
+// a redirect nginx retried elsewhere after the first instance journaled
+// it counts once, whichever journal ships first.
 
 // batchTimeout bounds a batch's transaction: a few statements of up to a
 // few thousand rows.
@@ -53,12 +58,14 @@ type refKey struct {
 // counted through b.To, in one transaction, if the segment is recorded as
 // counted through b.From (0 when it has no row). Otherwise it changes
 // nothing and returns applied false with the recorded position: the batch,
-// or part of it, was counted before.
-func (s *Store) ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied bool, pos int64, err error) {
+// or part of it, was counted before. A click whose request
+// (Click.Request) is counted already, from this batch or any other
+// journal's, is not counted again; dups says how many such were skipped.
+func (s *Store) ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied bool, pos int64, dups int, err error) {
 	ctx, cancel := context.WithTimeout(ctx, batchTimeoutFactor*s.timeout)
 	defer cancel()
-	fail := func(err error) (bool, int64, error) {
-		return false, 0, fmt.Errorf("ship click batch %d/%d@%d: %w: %w", b.Journal, b.Segment, b.From, shortener.ErrUnavailable, err)
+	fail := func(err error) (bool, int64, int, error) {
+		return false, 0, 0, fmt.Errorf("ship click batch %d/%d@%d: %w: %w", b.Journal, b.Segment, b.From, shortener.ErrUnavailable, err)
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -74,16 +81,27 @@ func (s *Store) ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied
 		return fail(err)
 	}
 	if pos != b.From {
-		return false, pos, nil
+		return false, pos, 0, nil
 	}
 
 	ids, err := linkIDs(ctx, tx, b.Clicks)
 	if err != nil {
 		return fail(err)
 	}
+	fresh, err := newRequests(ctx, tx, b.Clicks)
+	if err != nil {
+		return fail(err)
+	}
 	hours := map[hourKey][2]int64{}
 	refs := map[refKey]int64{}
 	for _, c := range b.Clicks {
+		if c.Request.Known() {
+			if !fresh[c.Request] {
+				dups++
+				continue
+			}
+			delete(fresh, c.Request) // a second copy in this batch is a repeat too
+		}
 		if c.LinkID == 0 {
 			if c.LinkID = ids[c.Code]; c.LinkID == 0 {
 				// No link has the code: a click cannot be journaled
@@ -122,7 +140,73 @@ func (s *Store) ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied
 	if err := tx.Commit(); err != nil {
 		return fail(err)
 	}
-	return true, b.To, nil
+	return true, b.To, dups, nil
+}
+
+// requestsPerInsert bounds one INSERT's rows: two placeholders each, far
+// under MySQL's 65,535.
+const requestsPerInsert = 5000
+
+// newRequests records the requests of the clicks that name one in
+// click_requests and returns those that were not there yet. The rows are
+// inserted in key order, so two batches sharing requests take their locks
+// in the same order; a batch that meets another's uncommitted row waits
+// for that transaction and then sees the row (or, had it rolled back,
+// inserts it). INSERT IGNORE … RETURNING (MariaDB 10.5+) returns only the
+// rows it inserted.
+func newRequests(ctx context.Context, tx *sql.Tx, clicks []shortener.Click) (map[shortener.ClickRequest]bool, error) {
+	var reqs []shortener.ClickRequest
+	seen := map[shortener.ClickRequest]bool{}
+	for _, c := range clicks {
+		if c.Request.Known() && !seen[c.Request] {
+			seen[c.Request] = true
+			reqs = append(reqs, c.Request)
+		}
+	}
+	fresh := make(map[shortener.ClickRequest]bool, len(reqs))
+	if len(reqs) == 0 {
+		return fresh, nil
+	}
+	sort.Slice(reqs, func(a, b int) bool {
+		if reqs[a].At != reqs[b].At {
+			return reqs[a].At < reqs[b].At
+		}
+		return bytes.Compare(reqs[a].ID[:], reqs[b].ID[:]) < 0
+	})
+	for len(reqs) > 0 {
+		part := reqs[:min(len(reqs), requestsPerInsert)]
+		reqs = reqs[len(part):]
+		var q strings.Builder
+		q.WriteString("INSERT IGNORE INTO click_requests (requested_at, request_id) VALUES (?,?)")
+		q.WriteString(strings.Repeat(",(?,?)", len(part)-1))
+		q.WriteString(" RETURNING requested_at, request_id")
+		args := make([]any, 0, 2*len(part))
+		for _, r := range part {
+			args = append(args, r.At, r.ID[:])
+		}
+		rows, err := tx.QueryContext(ctx, q.String(), args...)
+		if err != nil {
+			return nil, fmt.Errorf("record click requests: %w", err)
+		}
+		for rows.Next() {
+			var (
+				r  shortener.ClickRequest
+				id []byte
+			)
+			if err := rows.Scan(&r.At, &id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("record click requests: %w", err)
+			}
+			copy(r.ID[:], id)
+			fresh[r] = true
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("record click requests: %w", err)
+		}
+	}
+	return fresh, nil
 }
 
 // linkIDs looks up the link IDs of the clicks that carry only a code:
@@ -364,4 +448,76 @@ func (s *Store) ClickStats(ctx context.Context, linkID int64, from, to time.Time
 		st.AsOf = asOf.Time
 	}
 	return st, nil
+}
+
+// purgeBatch bounds the rows one DELETE of PurgeClickRequests removes, so
+// it holds its locks briefly.
+const purgeBatch = 50000
+
+// PurgeClickRequests deletes the remembered requests no journal can still
+// hold an uncounted copy of, and returns how many it deleted. maxAge is
+// the journals' MaxRequestAge; window and hold are explained below.
+//
+// Why it is safe. A journal writes a click naming request (t, id) only
+// if, by the journal's clock at that moment, t is at most maxAge old
+// (clicks.Journal.Record), and it checks that under the same lock its
+// shipper reads the journal's end under, after reading its own clock.
+// A journal's caught_up_at is either such a shipper reading taken when
+// it had shipped everything visible, or the time of a click it has
+// shipped, taken before every later click was written. So while a
+// journal still holds (or has yet to write) an unshipped copy of (t, id),
+// its caught_up_at is at most that copy's write time, which is at most
+// t + maxAge: the inequality is between the numbers themselves, so no
+// clock agreement between nginx, instances and MySQL is assumed (only
+// that an instance's clock does not step back).
+// caught_up_at only grows (GREATEST) and a journal's row goes only when
+// it is wholly shipped and closed (RetireJournal). Hence no journal with
+// a row can ship a copy of a request with t < MIN(caught_up_at) -
+// maxAge; its first copy's row can go. This holds for a journal of a
+// frozen instance (its caught_up_at stops with it; thawed, it drops
+// what is stale), and for one that ships hours late after MySQL was down
+// (its caught_up_at is as old as what it has not shipped).
+//
+// What bounds it, stated: a journal not heard from for hold (an instance
+// gone for good, its volume with it) stops holding the purge back; if it
+// does return later, a request nginx retried from it to another
+// instance can count twice. A journal with no row yet (its instance has
+// not reached MySQL since it began) is covered by window: nothing younger
+// than window (by MySQL's clock) is purged, whatever the journals say.
+// Every instance writes its row within a second of starting while MySQL
+// is up.
+func (s *Store) PurgeClickRequests(ctx context.Context, maxAge, window, hold time.Duration) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, batchTimeoutFactor*s.timeout)
+	defer cancel()
+	fail := func(err error) (int64, error) {
+		return 0, fmt.Errorf("purge click requests: %w: %w", shortener.ErrUnavailable, err)
+	}
+	var (
+		oldest sql.NullTime
+		now    time.Time
+	)
+	if err := s.db.QueryRowContext(ctx, "SELECT (SELECT MIN(caught_up_at) FROM click_journals WHERE updated_at > NOW(3) - INTERVAL ? SECOND), UTC_TIMESTAMP(3)",
+		int64(hold/time.Second)).Scan(&oldest, &now); err != nil {
+		return fail(err)
+	}
+	horizon := now.Add(-window)
+	if oldest.Valid && oldest.Time.Before(horizon) {
+		horizon = oldest.Time
+	}
+	before := horizon.Add(-maxAge).UnixMilli()
+	var purged int64
+	for {
+		res, err := s.db.ExecContext(ctx, "DELETE FROM click_requests WHERE requested_at < ? ORDER BY requested_at LIMIT ?", before, purgeBatch)
+		if err != nil {
+			return fail(err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fail(err)
+		}
+		purged += n
+		if n < purgeBatch {
+			return purged, nil
+		}
+	}
 }

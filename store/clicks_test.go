@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -40,7 +41,7 @@ func TestShipClicksOnce(t *testing.T) {
 	}}
 	ship := func(b shortener.ClickBatch, wantApplied bool, wantPos int64) {
 		t.Helper()
-		applied, pos, err := st.ShipClicks(ctx, b)
+		applied, pos, _, err := st.ShipClicks(ctx, b)
 		if err != nil || applied != wantApplied || pos != wantPos {
 			t.Fatalf("ShipClicks [%d, %d): %v, %d, %v; want %v, %d, nil", b.From, b.To, applied, pos, err, wantApplied, wantPos)
 		}
@@ -61,7 +62,7 @@ func TestShipClicksOnce(t *testing.T) {
 	for range 4 {
 		wg.Go(func() {
 			for {
-				ok, _, err := st.ShipClicks(ctx, b3)
+				ok, _, _, err := st.ShipClicks(ctx, b3)
 				if err != nil { // a deadlock between the racers: retried, as the shipper does
 					continue
 				}
@@ -138,4 +139,145 @@ func TestShipClicksOnce(t *testing.T) {
 	if pos, err := st.ShippedTo(ctx, 9, 1); err != nil || pos != 0 {
 		t.Errorf("ShippedTo after forgetting: %d, %v; want 0", pos, err)
 	}
+}
+
+// TestShipClicksRequestOnce: a request nginx retried on a second instance
+// is a click in two journals; whichever ships first counts it, the other
+// counts it not, also when one of the batches is replayed after a crash,
+// when both race, and when one journal holds it twice. Purging forgets
+// only requests no journal can still hold.
+func TestShipClicksRequestOnce(t *testing.T) {
+	s := stacktest.Start(t)
+	st := openStore(t, s.MySQLDSN())
+	ctx := context.Background()
+	if err := st.Migrate(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	if err := st.Create(ctx, shortener.Link{ID: 50, Code: "req50", URL: "https://example.com/50", Redirect: 302, CreatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	req := func(n byte, at time.Time) shortener.ClickRequest {
+		return shortener.ClickRequest{ID: [16]byte{0: n, 15: 0xAB}, At: at.UnixMilli()}
+	}
+	clk := func(r shortener.ClickRequest) shortener.Click {
+		return shortener.Click{LinkID: 50, At: now, Request: r}
+	}
+	total := func() int64 {
+		t.Helper()
+		stats, err := st.ClickStats(ctx, 50, now.Truncate(time.Hour), now.Truncate(time.Hour).Add(time.Hour), false, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stats.Total
+	}
+	ship := func(b shortener.ClickBatch, wantApplied bool, wantDups int) {
+		t.Helper()
+		applied, _, dups, err := st.ShipClicks(ctx, b)
+		if err != nil || applied != wantApplied || dups != wantDups {
+			t.Fatalf("ShipClicks journal %d [%d, %d): applied %v, dups %d, %v; want %v, %d, nil", b.Journal, b.From, b.To, applied, dups, err, wantApplied, wantDups)
+		}
+	}
+	r1, r2, r3 := req(1, now), req(2, now), req(3, now)
+	// Journal 31 has r1, r2 and a click nginx did not name (direct to
+	// the app): three clicks.
+	a := shortener.ClickBatch{Journal: 31, Node: 1, Segment: 1, From: 0, To: 10, Clicks: []shortener.Click{clk(r1), clk(r2), {LinkID: 50, At: now}}}
+	ship(a, true, 0)
+	ship(a, false, 0) // replayed after a crash: the position says no
+	if got := total(); got != 3 {
+		t.Fatalf("after journal 31: %d clicks, want 3", got)
+	}
+	// Journal 32 got r2 too (nginx's retry), r3 twice (a retry that came
+	// back to the same instance) and one unnamed click.
+	b := shortener.ClickBatch{Journal: 32, Node: 2, Segment: 1, From: 0, To: 10, Clicks: []shortener.Click{clk(r2), clk(r3), clk(r3), {LinkID: 50, At: now}}}
+	ship(b, true, 2)
+	ship(b, false, 0)
+	if got := total(); got != 5 {
+		t.Fatalf("after journal 32: %d clicks, want 5 (r1, r2, r3 and two unnamed)", got)
+	}
+	// The first journal crashed and replays its segment from a fresh
+	// position row (as if forgotten): its requests still count once.
+	if err := st.ForgetSegments(ctx, 31, 1); err != nil {
+		t.Fatal(err)
+	}
+	ship(shortener.ClickBatch{Journal: 31, Node: 1, Segment: 1, From: 0, To: 10, Clicks: []shortener.Click{clk(r1), clk(r2)}}, true, 2)
+	if got := total(); got != 5 {
+		t.Fatalf("after journal 31 replayed its requests: %d clicks, want 5", got)
+	}
+
+	// Two journals racing with 300 shared requests, in opposite orders:
+	// each request is counted once, the batches both commit.
+	var shared []shortener.Click
+	for i := range 300 {
+		shared = append(shared, clk(shortener.ClickRequest{ID: [16]byte{0: 0x10, 1: byte(i), 2: byte(i >> 8)}, At: now.UnixMilli() + int64(i%7)}))
+	}
+	rev := slices.Clone(shared)
+	slices.Reverse(rev)
+	var wg sync.WaitGroup
+	var dupsSeen [2]int
+	for i, cs := range [][]shortener.Click{shared, rev} {
+		wg.Go(func() {
+			bt := shortener.ClickBatch{Journal: int64(40 + i), Node: int64(i + 1), Segment: 1, From: 0, To: 10, Clicks: cs}
+			for {
+				applied, pos, dups, err := st.ShipClicks(ctx, bt)
+				if err != nil { // a deadlock: the shipper retries the batch
+					continue
+				}
+				if !applied && pos != bt.To {
+					t.Errorf("journal %d: not applied at %d", bt.Journal, pos)
+				}
+				if applied {
+					dupsSeen[i] = dups
+				}
+				return
+			}
+		})
+	}
+	wg.Wait()
+	if got := total(); got != 305 {
+		t.Fatalf("after the race: %d clicks, want 305", got)
+	}
+	if dupsSeen[0]+dupsSeen[1] != 300 {
+		t.Errorf("the racers skipped %d duplicates, want 300 between them", dupsSeen[0]+dupsSeen[1])
+	}
+
+	// Purging: journal 31 says it is caught up to an hour ago; nothing
+	// of a request it could still hold (younger than that less the max
+	// request age) goes. Then it catches up, and what is older than the
+	// 10-minute window goes too.
+	for _, j := range []int64{32, 40, 41} {
+		if err := st.RetireJournal(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hourAgo := now.Add(-time.Hour)
+	if err := st.CaughtUp(ctx, 31, 1, hourAgo); err != nil {
+		t.Fatal(err)
+	}
+	old, edge, recent := req(4, hourAgo.Add(-time.Minute)), req(5, hourAgo.Add(-10*time.Second)), req(6, now.Add(-time.Minute))
+	ship(shortener.ClickBatch{Journal: 33, Node: 3, Segment: 1, From: 0, To: 10, Clicks: []shortener.Click{clk(old), clk(edge), clk(recent)}}, true, 0)
+	if err := st.RetireJournal(ctx, 33); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.PurgeClickRequests(ctx, 30*time.Second, 10*time.Minute, 24*time.Hour); err != nil || n != 1 {
+		t.Fatalf("purge behind journal 31: %d, %v; want 1 (the request older than an hour and 30 s)", n, err)
+	}
+	again := func(journal int64, r shortener.ClickRequest, wantDups int) {
+		t.Helper()
+		ship(shortener.ClickBatch{Journal: journal, Node: 3, Segment: 1, From: 0, To: 10, Clicks: []shortener.Click{clk(r)}}, true, wantDups)
+	}
+	again(34, edge, 1) // still remembered
+	again(35, old, 0)  // forgotten: counted as new (this is what the horizon must make impossible)
+	if err := st.CaughtUp(ctx, 31, 1, now); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range []int64{34, 35} {
+		if err := st.RetireJournal(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := st.PurgeClickRequests(ctx, 30*time.Second, 10*time.Minute, 24*time.Hour); err != nil || n != 2 {
+		t.Fatalf("purge with every journal caught up: %d, %v; want 2 (old, edge: older than the 10-minute window)", n, err)
+	}
+	again(36, recent, 1) // inside the window: remembered
 }

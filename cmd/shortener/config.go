@@ -91,6 +91,12 @@ type Config struct {
 	ClicksMaxBytes     int
 	ClicksSyncInterval time.Duration
 	ClicksDrainTimeout time.Duration
+	// A click whose nginx request is older than this when journaled is
+	// dropped (nginx gave up on it); request IDs are remembered for
+	// deduplication until no journal can hold a copy, a silent journal
+	// holding them for at most ClicksRequestHold.
+	ClicksMaxRequestAge time.Duration
+	ClicksRequestHold   time.Duration
 }
 
 // envFlags binds flags whose defaults come from environment variables and
@@ -225,6 +231,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.int(&c.ClicksMaxBytes, "clicks-max-bytes", "SHORTENER_CLICKS_MAX_BYTES", 1<<30, "bound of the click journal on disk; past it (MySQL down long enough) new clicks are dropped and counted")
 	e.dur(&c.ClicksSyncInterval, "clicks-sync-interval", "SHORTENER_CLICKS_SYNC_INTERVAL", time.Second, "how often the click journal is fsynced: what a machine crash (not a process crash) can lose")
 	e.dur(&c.ClicksDrainTimeout, "clicks-drain-timeout", "SHORTENER_CLICKS_DRAIN_TIMEOUT", 5*time.Second, "on shutdown, how long to ship what the journal holds (the rest ships at the next start)")
+	e.dur(&c.ClicksMaxRequestAge, "clicks-max-request-age", "SHORTENER_CLICKS_MAX_REQUEST_AGE", 30*time.Second, "a redirect whose request nginx passed on longer ago than this is not counted (nginx gave up on it and retried elsewhere, or answered 504); must exceed nginx's longest wait for a redirect (1 s) plus the clock difference between nginx and the app")
+	e.dur(&c.ClicksRequestHold, "clicks-request-hold", "SHORTENER_CLICKS_REQUEST_HOLD", 24*time.Hour, "how long a journal that has gone silent (an instance gone for good) keeps the counted request IDs it may still duplicate; one back after longer may count a request nginx retried twice")
 	e.str(&c.PprofAddr, "pprof-addr", "SHORTENER_PPROF_ADDR", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6060 (empty: off)")
 	e.str(&c.AdminKey, "admin-key", "SHORTENER_ADMIN_KEY", "", "an admin API key from the configuration: manages every link")
 
@@ -296,8 +304,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.v))
 		}
 	}
-	if c.Clicks && (c.ClicksDir == "" || c.ClicksMaxBytes <= 0 || c.ClicksSyncInterval <= 0) {
-		errs = append(errs, errors.New("clicks: need a journal directory, a positive max bytes and sync interval (or SHORTENER_CLICKS=false)"))
+	if c.Clicks && (c.ClicksDir == "" || c.ClicksMaxBytes <= 0 || c.ClicksSyncInterval <= 0 || c.ClicksMaxRequestAge <= 0 || c.ClicksRequestHold <= 0) {
+		errs = append(errs, errors.New("clicks: need a journal directory, a positive max bytes, sync interval, max request age and request hold (or SHORTENER_CLICKS=false)"))
 	}
 	if failures < 1 || window < failures {
 		errs = append(errs, fmt.Errorf("breaker: need 1 <= failures (%d) <= window (%d)", failures, window))
@@ -344,6 +352,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Bool("trending_keyed", c.TrendingKeyed), slog.String("trending_spool", c.TrendingSpool),
 		slog.Bool("clicks", c.Clicks), slog.String("clicks_dir", c.ClicksDir), slog.Int("clicks_max_bytes", c.ClicksMaxBytes),
 		slog.String("clicks_sync_interval", c.ClicksSyncInterval.String()),
+		slog.String("clicks_max_request_age", c.ClicksMaxRequestAge.String()), slog.String("clicks_request_hold", c.ClicksRequestHold.String()),
 		slog.Int("l1_size", c.L1Size), slog.String("l1_ttl", c.L1TTL.String()), slog.String("redis_timeout", c.RedisTimeout.String()),
 		slog.Int("redis_pool", c.RedisPoolSize), slog.String("breaker_delay", c.BreakerDelay.String()),
 		slog.Uint64("breaker_failures", uint64(c.BreakerFailures)), slog.Uint64("breaker_window", uint64(c.BreakerWindow)),
