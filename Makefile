@@ -99,10 +99,9 @@ bin/chaos:
 	$(GO) build -o bin/ ./cmd/chaos
 
 ## deploy-test: deploy/'s tests, a Go module of its own: the Helm chart,
-## compose file, alert rules and dashboard checked offline, and, when a
-## Docker daemon answers (deploy/docker.sh daemon), the compose stack end
-## to end. SHORTENER_DOCKER_E2E=1 (.ci/run) makes a missing daemon a
-## failure.
+## compose file, alert rules and dashboard checked offline, and, with
+## SHORTENER_DOCKER_E2E=1 (.ci/run sets it after deploy/docker.sh daemon),
+## the compose stack end to end in Docker.
 deploy-test:
 	cd deploy && $(GO) vet ./... && $(TESTENV) $(GO) test -count=1 -timeout 15m ./...
 

@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strings"
@@ -49,6 +50,52 @@ func TestComposeFile(t *testing.T) {
 	}
 	if len(p.Services["mariadb"].Volumes) == 0 {
 		t.Error("mariadb keeps its data in no volume")
+	}
+	// Every container has a fixed address in the stack's subnet, and
+	// Redis, the sentinels and the apps name each other by address only:
+	// a name would send a sentinel to Docker's DNS, which forgets a
+	// stopped container (the sentinel then blocks on the lookup and enters
+	// TILT instead of failing over).
+	network, ok := p.Networks["shortener"]
+	if !ok || len(network.Ipam.Config) != 1 {
+		t.Fatalf("no shortener network with one subnet: %+v", p.Networks)
+	}
+	subnet, err := netip.ParsePrefix(network.Ipam.Config[0].Subnet)
+	if err != nil {
+		t.Fatalf("the shortener network's subnet: %v", err)
+	}
+	seen := map[netip.Addr]string{}
+	for name, s := range p.Services {
+		n := s.Networks["shortener"]
+		if len(s.Networks) != 1 || n == nil {
+			t.Errorf("%s: networks %v, want the shortener network only", name, s.Networks)
+			continue
+		}
+		a, err := netip.ParseAddr(n.Ipv4Address)
+		if err != nil || !subnet.Contains(a) || seen[a] != "" {
+			t.Errorf("%s: address %q (%v): want a fixed address of its own in %s", name, n.Ipv4Address, err, subnet)
+		}
+		seen[a] = name
+		for k, v := range s.Environment {
+			if v == nil || k == "SHORTENER_INSTANCE" || k == "SHORTENER_BASE_URL" {
+				continue
+			}
+			for _, host := range []string{"redis-", "sentinel-", "mariadb:", "app1", "app2"} {
+				if strings.Contains(*v, host) {
+					t.Errorf("%s: %s=%s names a host (%s...): use its fixed address", name, k, *v, host)
+				}
+			}
+		}
+	}
+	if got, nginx := p.Services["app1"].Environment["SHORTENER_TRUSTED_PROXIES"], p.Services["nginx"].Networks["shortener"]; got == nil || nginx == nil || *got != nginx.Ipv4Address {
+		t.Errorf("app1 trusts X-Real-IP from %v, want nginx's address", got)
+	}
+	conf, err := os.ReadFile("conf/sentinel.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(conf), "hostnames") {
+		t.Errorf("conf/sentinel.conf resolves or announces host names:\n%s", conf)
 	}
 	// Without the secrets it refuses to load, rather than start with blanks.
 	opts, _ = cli.NewProjectOptions([]string{"compose.yaml"}, cli.WithName("shortener"), cli.WithEnv(nil))

@@ -37,9 +37,18 @@ daemon() {
 		return
 	fi
 	mkdir -p "$ROOT" "$EXEC"
-	# setsid: the daemon outlives this script and its process group.
-	setsid dockerd --host "$DOCKER_HOST" --data-root "$ROOT" --exec-root "$EXEC" \
-		--pidfile "$PIDF" >"$LOG" 2>&1 </dev/null &
+	# setsid: the daemon outlives this script and its process group. It
+	# must not keep any descriptor this script inherited either: a lock
+	# held by a caller (flock ports.lock ... deploy/docker.sh daemon)
+	# would be held by dockerd and containerd until they stop.
+	(
+		for fd in /proc/$BASHPID/fd/*; do
+			fd=${fd##*/}
+			if [ "$fd" -gt 2 ]; then eval "exec $fd>&-"; fi
+		done
+		exec setsid dockerd --host "$DOCKER_HOST" --data-root "$ROOT" --exec-root "$EXEC" \
+			--pidfile "$PIDF" >"$LOG" 2>&1 </dev/null
+	) &
 	for _ in $(seq 1 600); do
 		if ping; then
 			echo "export DOCKER_HOST=$DOCKER_HOST"

@@ -9,14 +9,15 @@
 # sentinel  the config is written on the first start only: the sentinel
 #           rewrites it with what it learns, which it needs to rejoin.
 #
-# Environment: SHORTENER_ANNOUNCE_HOST (this node's name as the others
-# reach it), SHORTENER_REDIS_FIRST_MASTER (host of the first master),
+# Environment: SHORTENER_ANNOUNCE_HOST (this node's address as the others
+# reach it: its fixed IP in compose, its DNS name in Kubernetes),
+# SHORTENER_REDIS_FIRST_MASTER (address of the first master),
 # SHORTENER_SENTINELS (space-separated host:port list), and
 # SHORTENER_REDIS_MASTER_NAME (default shortener).
 set -eu
 role=${1:-redis}
 host=${SHORTENER_ANNOUNCE_HOST:-$(hostname)}
-first=${SHORTENER_REDIS_FIRST_MASTER:?set SHORTENER_REDIS_FIRST_MASTER to the host name of the first master}
+first=${SHORTENER_REDIS_FIRST_MASTER:?set SHORTENER_REDIS_FIRST_MASTER to the address of the first master}
 name=${SHORTENER_REDIS_MASTER_NAME:-shortener}
 
 case $role in

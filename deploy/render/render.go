@@ -15,8 +15,8 @@ import (
 )
 
 // Placeholders in the rendered files, filled in where the value is known:
-// by the Redis image's entrypoint (each node's host name, the first
-// master) and by the Helm chart (the app Service's address).
+// by the Redis image's entrypoint (each node's address, the first master)
+// and by the Helm chart (the app Service's address).
 const (
 	AnnounceHost = "@ANNOUNCE_HOST@"
 	MasterHost   = "@MASTER_HOST@"
@@ -51,18 +51,24 @@ func Files() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	redis := header + stack.RedisConf(stack.RedisNode{
-		Bind: "0.0.0.0", Port: RedisPort, Dir: "/data", AnnounceHost: AnnounceHost,
-	})
-	sentinel := header + stack.SentinelConf(stack.SentinelNode{
-		Bind: "0.0.0.0", Port: SentinelPort, Dir: "/data",
-		MasterHost: MasterHost, MasterPort: RedisPort, AnnounceHost: AnnounceHost,
-	})
-	for dir, ngx := range map[string][]byte{"conf": compose, "helm/shortener/files": chart} {
-		files[dir+"/nginx.conf"] = ngx
-		files[dir+"/redis.conf"] = []byte(redis)
-		files[dir+"/sentinel.conf"] = []byte(sentinel)
+	// Compose gives every container a fixed address (compose.yaml), so
+	// Redis and the sentinels know each other by IP, as the local stack
+	// does, and never ask a resolver: Docker's DNS forgets a stopped
+	// container's name, and a sentinel resolving it blocks its event loop
+	// (seconds, with a resolver that does not answer) and enters TILT
+	// instead of failing over. In Kubernetes pods come and go with new
+	// addresses, so the chart's nodes are known by their stable DNS names.
+	for dir, announce := range map[string]string{"conf": "", "helm/shortener/files": AnnounceHost} {
+		files[dir+"/redis.conf"] = []byte(header + stack.RedisConf(stack.RedisNode{
+			Bind: "0.0.0.0", Port: RedisPort, Dir: "/data", AnnounceHost: announce,
+		}))
+		files[dir+"/sentinel.conf"] = []byte(header + stack.SentinelConf(stack.SentinelNode{
+			Bind: "0.0.0.0", Port: SentinelPort, Dir: "/data",
+			MasterHost: MasterHost, MasterPort: RedisPort, AnnounceHost: announce,
+		}))
 	}
+	files["conf/nginx.conf"] = compose
+	files["helm/shortener/files/nginx.conf"] = chart
 	return files, nil
 }
 
