@@ -57,7 +57,8 @@ type composeProject struct {
 	name    string
 	envFile string
 	host    string
-	base    string // the nginx URL on 127.0.0.1
+	base    string            // the nginx URL on 127.0.0.1
+	ids     map[string]string // service -> container ID
 }
 
 func (p *composeProject) env() []string {
@@ -89,9 +90,13 @@ func (p *composeProject) docker(ctx context.Context, args ...string) (string, er
 	return strings.TrimSpace(string(out)), nil
 }
 
-// container is the ID of a service's container.
+// container is the ID of a service's container (asked once: the test
+// kills containers but never recreates them).
 func (p *composeProject) container(ctx context.Context, service string) string {
 	p.tb.Helper()
+	if id, ok := p.ids[service]; ok {
+		return id
+	}
 	out, err := p.compose(ctx, "ps", "-q", service)
 	out = strings.TrimSpace(out)
 	if i := strings.LastIndexByte(out, '\n'); i >= 0 {
@@ -100,6 +105,10 @@ func (p *composeProject) container(ctx context.Context, service string) string {
 	if err != nil || out == "" {
 		p.tb.Fatalf("container of %s: %q %v", service, out, err)
 	}
+	if p.ids == nil {
+		p.ids = map[string]string{}
+	}
+	p.ids[service] = out
 	return out
 }
 
@@ -201,7 +210,7 @@ func TestComposeEndToEnd(t *testing.T) {
 	// the same client reusing its key (422, all clients looking like
 	// nginx).
 	const post = `exec 3<>/dev/tcp/$0/8080 && printf 'POST /api/v1/links HTTP/1.0\r\nContent-Type: application/json\r\n` +
-		`Idempotency-Key: first\r\nContent-Length: %d\r\n\r\n%s' ${#1} "$1" >&3 && head -n 1 <&3`
+		`Host: localhost\r\nIdempotency-Key: first\r\nContent-Length: %d\r\n\r\n%s' ${#1} "$1" >&3 && head -n 1 <&3`
 	status, err := p.docker(ctx, "exec", p.container(ctx, "redis-2"), "bash", "-c", post, p.address(ctx, "nginx"), `{"url":"https://example.com/other-client"}`)
 	if err != nil || !strings.Contains(status, " 201 ") {
 		t.Errorf("create from another client address with the same Idempotency-Key: got %q (%v), want 201: the apps do not see the client's address behind nginx", status, err)
@@ -246,7 +255,10 @@ func TestComposeEndToEnd(t *testing.T) {
 		m, err := p.sentinel(ctx, "get-master-addr-by-name", "shortener")
 		if err == nil && len(strings.Fields(m)) > 0 && strings.Fields(m)[0] != oldMaster {
 			failover = time.Since(killed)
-			t.Logf("killed the Redis master %s (%s); sentinels promoted %s after %s", masterService, oldMaster, strings.Fields(m)[0], failover.Round(time.Millisecond))
+			t.Logf("killed the Redis master %s (%s); sentinel-1 named %s the master %s after (polling through docker exec)", masterService, oldMaster, strings.Fields(m)[0], failover.Round(time.Millisecond))
+			if at, ok := p.switchedMaster(ctx); ok {
+				t.Logf("the sentinels' logs: +switch-master %s after the kill", at.Sub(killed).Round(time.Millisecond))
+			}
 			break
 		}
 		if time.Now().After(deadline) {
@@ -318,6 +330,30 @@ func TestComposeEndToEnd(t *testing.T) {
 			t.Logf("%s entered TILT %d times", s, n)
 		}
 	}
+}
+
+// switchedMaster returns when the first sentinel logged +switch-master,
+// by its log's clock (the host's; the containers run in UTC).
+func (p *composeProject) switchedMaster(ctx context.Context) (time.Time, bool) {
+	var first time.Time
+	for _, s := range []string{"sentinel-1", "sentinel-2", "sentinel-3"} {
+		logs, err := p.docker(ctx, "logs", p.container(ctx, s))
+		if err != nil {
+			continue
+		}
+		for line := range strings.Lines(logs) {
+			// 1:X 03 Dec 2026 19:16:22.140 # +switch-master shortener ...
+			f := strings.Fields(line)
+			if len(f) < 7 || f[6] != "+switch-master" {
+				continue
+			}
+			at, err := time.Parse("02 Jan 2006 15:04:05.000", strings.Join(f[1:5], " "))
+			if err == nil && (first.IsZero() || at.Before(first)) {
+				first = at
+			}
+		}
+	}
+	return first, !first.IsZero()
 }
 
 // address is a service's fixed address on the stack's network.
