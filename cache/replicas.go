@@ -40,17 +40,24 @@ func (c *Cache) knownReplicas(ctx context.Context) (int, error) {
 // sendAndWait deletes codes from Redis and announces them, like send, and
 // then waits (briefly) for the replicas to acknowledge: it reports whether
 // Redis took them and whether all want replicas applied them.
+//
+// Only the transaction counts for the write breaker. A WAIT that times out
+// is an answer (a replica has not applied the DELs yet: a frozen or
+// partitioned node, which is what it is there to notice), not a failure of
+// the master; counting it, with the WAIT eating half the deadline, made
+// every replay fail on a busy machine while a replica was away, which
+// opened the write breaker for fills and deletes too.
 func (c *Cache) sendAndWait(ctx context.Context, codes []string, want int) (sent, applied bool) {
 	if !c.write.allow() {
 		c.m.invalidated.WithLabelValues("skipped").Inc()
 		return false, false
 	}
-	acked, err := run(ctx, c.write, func(ctx context.Context, r *redis.Client) (int64, error) {
-		// One connection for both: WAIT counts the writes of its own
-		// connection.
-		conn := r.Conn()
-		defer conn.Close()
-		if _, err := conn.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	// One connection for both: WAIT counts the writes of its own
+	// connection.
+	conn := c.write.rdb.Conn()
+	defer conn.Close()
+	_, err := run(ctx, c.write, func(ctx context.Context, _ *redis.Client) ([]redis.Cmder, error) {
+		return conn.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			for _, code := range codes {
 				// The tombstone first, in the same transaction: no fill
 				// can land between them (fill.go).
@@ -59,15 +66,7 @@ func (c *Cache) sendAndWait(ctx context.Context, codes []string, want int) (sent
 				p.Publish(ctx, invalidationChannel, code)
 			}
 			return nil
-		}); err != nil {
-			return 0, err
-		}
-		if want == 0 {
-			return 0, nil
-		}
-		// Half the call's deadline: replicas on a healthy link answer
-		// within a millisecond or two.
-		return conn.Do(ctx, "WAIT", want, max(1, (c.cfg.Timeout/2).Milliseconds())).Int64()
+		})
 	})
 	if err != nil {
 		c.m.invalidated.WithLabelValues("error").Inc()
@@ -75,6 +74,19 @@ func (c *Cache) sendAndWait(ctx context.Context, codes []string, want int) (sent
 		return false, false
 	}
 	c.m.invalidated.WithLabelValues("sent").Inc()
+	if want == 0 {
+		return true, true
+	}
+	// The replicas get half a deadline (on a healthy link they answer
+	// within a millisecond or two); the call gets a whole one on top.
+	wait := max(time.Millisecond, c.cfg.Timeout/2)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait+c.cfg.Timeout)
+	defer cancel()
+	acked, err := conn.Do(wctx, "WAIT", want, wait.Milliseconds()).Int64()
+	if err != nil {
+		c.log.Debug("wait for replicas", "err", err)
+		return true, false
+	}
 	return true, acked >= int64(want)
 }
 

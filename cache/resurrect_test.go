@@ -361,7 +361,9 @@ func TestDeletePendingUntilEveryReplicaApplied(t *testing.T) {
 		deadline := time.Now().Add(20 * time.Second)
 		for count(c.m.invalidated, "sent") < sent+4 && pendingIn() == 1 {
 			if time.Now().After(deadline) {
-				t.Fatalf("round %d: the replay never reached the master", round)
+				r, w := c.BreakerStates()
+				t.Fatalf("round %d: the replay never reached the master (sent %v, errors %v, skipped %v; breakers read %s, write %s)",
+					round, count(c.m.invalidated, "sent")-sent, count(c.m.invalidated, "error"), count(c.m.invalidated, "skipped"), r, w)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
