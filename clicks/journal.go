@@ -107,22 +107,11 @@ type Journal struct {
 
 	size atomic.Int64 // bytes of every segment on disk (written bytes of the current one)
 
-	// The current segment and how far it is written, for the shipper.
-	hmu  sync.Mutex
-	head position
-
 	stop     chan struct{}
 	done     chan struct{}
 	syncs    syncer
 	recorded prometheus.Counter
 	dropped  *prometheus.CounterVec
-}
-
-// position is a place in the journal.
-type position struct {
-	seq    int64
-	off    int64
-	closed bool // the journal is closed: nothing more will be written
 }
 
 // Journal errors.
@@ -230,25 +219,21 @@ func (j *Journal) Record(c shortener.Click) {
 			return
 		}
 	}
-	// The age check, the copy and the head's move are one step under
-	// hmu, which the shipper's readable takes after reading its clock:
-	// a click the shipper did not see was checked against a clock
-	// reading later than the shipper's. That is what bounds how far a
-	// journal's caught-up time can run ahead of the requests it has yet
-	// to ship (Store.PurgeClickRequests relies on it).
-	j.hmu.Lock()
+	// The age check reads the clock under mu, which the shipper's
+	// readable takes after reading its own clock: a click the shipper
+	// did not see was checked against a clock reading later than the
+	// shipper's. That is what bounds how far a journal's caught-up time
+	// can run ahead of the requests it has yet to ship
+	// (store.PurgeClickRequests relies on it).
 	if c.Request.Known() && j.now().UnixMilli()-c.Request.At > j.cfg.MaxRequestAge.Milliseconds() {
-		j.hmu.Unlock()
 		j.dropped.WithLabelValues("stale").Inc()
 		return
 	}
 	copy(j.mem[j.off:], rec)
-	j.off += n
-	j.head.off = j.off
-	j.hmu.Unlock()
-	if (j.off-n)/prefaultStep != j.off/prefaultStep {
+	if j.off/prefaultStep != (j.off+n)/prefaultStep {
 		j.askPrefault()
 	}
+	j.off += n
 	j.size.Add(n)
 	j.recorded.Inc()
 	if j.obs != nil {
@@ -271,9 +256,6 @@ func (j *Journal) Close() error {
 	<-j.done
 	j.syncs.wait()
 	err = errors.Join(err, j.syncs.sync(true))
-	j.hmu.Lock()
-	j.head.closed = true
-	j.hmu.Unlock()
 	return errors.Join(err, j.lock.Close())
 }
 
@@ -372,9 +354,6 @@ func (j *Journal) rotate() error {
 	j.size.Add(headerSize)
 	j.f, j.mem, j.seq, j.off = f, mem, seq, headerSize
 	j.syncs.switchTo(f, j.cfg.Dir)
-	j.hmu.Lock()
-	j.head = position{seq: seq, off: headerSize}
-	j.hmu.Unlock()
 	j.askPrefault()
 	return nil
 }
@@ -398,10 +377,10 @@ func (j *Journal) seal() error {
 // readable returns how far segment seq may be read: the current segment
 // up to its last whole record, an older one (sealed) to its end.
 func (j *Journal) readable(seq int64) (limit int64, sealed bool) {
-	j.hmu.Lock()
-	defer j.hmu.Unlock()
-	if seq == j.head.seq && !j.head.closed {
-		return j.head.off, false
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if seq == j.seq && j.f != nil && !j.closed {
+		return j.off, false
 	}
 	return -1, true
 }

@@ -24,7 +24,7 @@ type memSink struct {
 	mu     sync.Mutex
 	pos    map[[2]int64]int64
 	counts map[int64]int
-	// requests counted, as the store's click_requests
+	// requests counted, as the store's click_request_sets
 	requests map[shortener.ClickRequest]bool
 	down     bool // every call fails
 	lose     int  // this many next batches are applied but answered with an error

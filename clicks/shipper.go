@@ -96,7 +96,7 @@ func NewShipper(j *Journal, db Sink, cfg ShipperConfig, log *slog.Logger, reg pr
 		dups: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shortener_clicks_duplicate_total", Help: "Clicks shipped but not counted: their request (nginx's retry of it on another instance, or on this one) was counted already."}),
 		purged: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "shortener_click_requests_purged_total", Help: "Counted request IDs forgotten by this instance's purges."}),
+			Name: "shortener_click_requests_purged_total", Help: "Sets of counted request IDs (one per shipped batch) forgotten by this instance's purges."}),
 	}
 	if reg != nil {
 		reg.MustRegister(s.shipped, s.batches, s.corrupt, s.errs, s.dups, s.purged, prometheus.NewGaugeFunc(prometheus.GaugeOpts{

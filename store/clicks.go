@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"shortener"
@@ -19,7 +20,8 @@ import (
 // recorded position (click_segments), which is what makes shipping
 // exactly once. A click that names its proxied request (nginx's request
 // ID, the same on nginx's retries of it on another instance) is counted
-// only if the request is new to click_requests, in the same transaction:
+// only if no batch counted the request before (click_request_sets), in
+// the same transaction:
 // a redirect nginx retried elsewhere after the first instance journaled
 // it counts once, whichever journal ships first.
 
@@ -88,7 +90,7 @@ func (s *Store) ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied
 	if err != nil {
 		return fail(err)
 	}
-	fresh, err := newRequests(ctx, tx, b.Clicks)
+	fresh, err := newRequests(ctx, tx, b)
 	if err != nil {
 		return fail(err)
 	}
@@ -143,70 +145,87 @@ func (s *Store) ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied
 	return true, b.To, dups, nil
 }
 
-// requestsPerInsert bounds one INSERT's rows: two placeholders each, far
-// under MySQL's 65,535.
-const requestsPerInsert = 5000
+// requestSize is one request in a click_request_sets blob: its time
+// (Unix ms, big endian) then its ID.
+const requestSize = 8 + 16
 
-// newRequests records the requests of the clicks that name one in
-// click_requests and returns those that were not there yet. The rows are
-// inserted in key order, so two batches sharing requests take their locks
-// in the same order; a batch that meets another's uncommitted row waits
-// for that transaction and then sees the row (or, had it rolled back,
-// inserts it). INSERT IGNORE … RETURNING (MariaDB 10.5+) returns only the
-// rows it inserted.
-func newRequests(ctx context.Context, tx *sql.Tx, clicks []shortener.Click) (map[shortener.ClickRequest]bool, error) {
-	var reqs []shortener.ClickRequest
-	seen := map[shortener.ClickRequest]bool{}
-	for _, c := range clicks {
-		if c.Request.Known() && !seen[c.Request] {
-			seen[c.Request] = true
-			reqs = append(reqs, c.Request)
+// newRequests returns the requests of b's clicks that no earlier batch
+// of any journal counted, and records b's as counted (click_request_sets),
+// in tx. It holds click_request_lock's row until tx ends, so two batches
+// sharing requests see one another: the second waits for the first's
+// commit and then reads its set (or, had it rolled back, finds none). The
+// lock is taken after the batch's segment row and before any count row,
+// by every batch in that order, so it adds no deadlock.
+func newRequests(ctx context.Context, tx *sql.Tx, b shortener.ClickBatch) (map[shortener.ClickRequest]bool, error) {
+	fresh := map[shortener.ClickRequest]bool{}
+	for _, c := range b.Clicks {
+		if c.Request.Known() {
+			fresh[c.Request] = true
 		}
 	}
-	fresh := make(map[shortener.ClickRequest]bool, len(reqs))
-	if len(reqs) == 0 {
+	if len(fresh) == 0 {
 		return fresh, nil
 	}
-	sort.Slice(reqs, func(a, b int) bool {
-		if reqs[a].At != reqs[b].At {
-			return reqs[a].At < reqs[b].At
+	reqs := make([]shortener.ClickRequest, 0, len(fresh))
+	for r := range fresh {
+		reqs = append(reqs, r)
+	}
+	sort.Slice(reqs, func(a, b int) bool { return requestLess(reqs[a], reqs[b]) })
+	from, to := reqs[0].At, reqs[len(reqs)-1].At
+	if _, err := tx.ExecContext(ctx, "INSERT INTO click_request_lock (id) VALUES (1) ON DUPLICATE KEY UPDATE id = id"); err != nil {
+		return nil, fmt.Errorf("lock click requests: %w", err)
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT ids FROM click_request_sets WHERE requested_to >= ? AND requested_from <= ?", from, to)
+	if err != nil {
+		return nil, fmt.Errorf("read counted click requests: %w", err)
+	}
+	var set []byte
+	for rows.Next() {
+		if err := rows.Scan(&set); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read counted click requests: %w", err)
 		}
-		return bytes.Compare(reqs[a].ID[:], reqs[b].ID[:]) < 0
-	})
-	for len(reqs) > 0 {
-		part := reqs[:min(len(reqs), requestsPerInsert)]
-		reqs = reqs[len(part):]
-		var q strings.Builder
-		q.WriteString("INSERT IGNORE INTO click_requests (requested_at, request_id) VALUES (?,?)")
-		q.WriteString(strings.Repeat(",(?,?)", len(part)-1))
-		q.WriteString(" RETURNING requested_at, request_id")
-		args := make([]any, 0, 2*len(part))
-		for _, r := range part {
-			args = append(args, r.At, r.ID[:])
+		if len(set)%requestSize != 0 {
+			rows.Close()
+			return nil, fmt.Errorf("read counted click requests: a set of %d bytes", len(set))
 		}
-		rows, err := tx.QueryContext(ctx, q.String(), args...)
-		if err != nil {
-			return nil, fmt.Errorf("record click requests: %w", err)
-		}
-		for rows.Next() {
-			var (
-				r  shortener.ClickRequest
-				id []byte
-			)
-			if err := rows.Scan(&r.At, &id); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("record click requests: %w", err)
+		for e := set; len(e) > 0; e = e[requestSize:] {
+			var r shortener.ClickRequest
+			if r.At = int64(binary.BigEndian.Uint64(e)); r.At < from || r.At > to {
+				continue
 			}
-			copy(r.ID[:], id)
-			fresh[r] = true
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("record click requests: %w", err)
+			copy(r.ID[:], e[8:requestSize])
+			delete(fresh, r)
 		}
 	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read counted click requests: %w", err)
+	}
+	// This batch's set: every request it names, counted now or before
+	// (a request counted before stays remembered by the earlier set too;
+	// either set is enough). The same batch key again (only if its
+	// segment's position was forgotten and it shipped anew) adds to the
+	// set it already has.
+	set = make([]byte, 0, len(reqs)*requestSize)
+	for _, r := range reqs {
+		set = binary.BigEndian.AppendUint64(set, uint64(r.At))
+		set = append(set, r.ID[:]...)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO click_request_sets (requested_to, journal_id, segment, position, requested_from, ids)
+		VALUES (?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE requested_from = LEAST(requested_from, VALUES(requested_from)), ids = CONCAT(ids, VALUES(ids))`,
+		to, b.Journal, b.Segment, b.From, from, set); err != nil {
+		return nil, fmt.Errorf("record counted click requests: %w", err)
+	}
 	return fresh, nil
+}
+
+func requestLess(a, b shortener.ClickRequest) bool {
+	if a.At != b.At {
+		return a.At < b.At
+	}
+	return bytes.Compare(a.ID[:], b.ID[:]) < 0
 }
 
 // linkIDs looks up the link IDs of the clicks that carry only a code:
@@ -450,12 +469,14 @@ func (s *Store) ClickStats(ctx context.Context, linkID int64, from, to time.Time
 	return st, nil
 }
 
-// purgeBatch bounds the rows one DELETE of PurgeClickRequests removes, so
-// it holds its locks briefly.
-const purgeBatch = 50000
+// purgeBatch bounds the sets (batches) one DELETE of PurgeClickRequests
+// removes, so it holds its locks briefly.
+const purgeBatch = 1000
 
-// PurgeClickRequests deletes the remembered requests no journal can still
-// hold an uncounted copy of, and returns how many it deleted. maxAge is
+// PurgeClickRequests deletes the sets of remembered requests
+// (click_request_sets: a set's requests are no later than its
+// requested_to) no journal can still hold an uncounted copy of, and
+// returns how many sets it deleted. maxAge is
 // the journals' MaxRequestAge; window and hold are explained below.
 //
 // Why it is safe. A journal writes a click naming request (t, id) only
@@ -507,7 +528,7 @@ func (s *Store) PurgeClickRequests(ctx context.Context, maxAge, window, hold tim
 	before := horizon.Add(-maxAge).UnixMilli()
 	var purged int64
 	for {
-		res, err := s.db.ExecContext(ctx, "DELETE FROM click_requests WHERE requested_at < ? ORDER BY requested_at LIMIT ?", before, purgeBatch)
+		res, err := s.db.ExecContext(ctx, "DELETE FROM click_request_sets WHERE requested_to < ? ORDER BY requested_to LIMIT ?", before, purgeBatch)
 		if err != nil {
 			return fail(err)
 		}

@@ -255,12 +255,14 @@ func TestShipClicksRequestOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	old, edge, recent := req(4, hourAgo.Add(-time.Minute)), req(5, hourAgo.Add(-10*time.Second)), req(6, now.Add(-time.Minute))
-	ship(shortener.ClickBatch{Journal: 33, Node: 3, Segment: 1, From: 0, To: 10, Clicks: []shortener.Click{clk(old), clk(edge), clk(recent)}}, true, 0)
+	for i, r := range []shortener.ClickRequest{old, edge, recent} { // a set each
+		ship(shortener.ClickBatch{Journal: 33, Node: 3, Segment: int64(i + 1), From: 0, To: 10, Clicks: []shortener.Click{clk(r)}}, true, 0)
+	}
 	if err := st.RetireJournal(ctx, 33); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := st.PurgeClickRequests(ctx, 30*time.Second, 10*time.Minute, 24*time.Hour); err != nil || n != 1 {
-		t.Fatalf("purge behind journal 31: %d, %v; want 1 (the request older than an hour and 30 s)", n, err)
+		t.Fatalf("purge behind journal 31: %d, %v; want 1 (the set of the request older than an hour and 30 s)", n, err)
 	}
 	again := func(journal int64, r shortener.ClickRequest, wantDups int) {
 		t.Helper()
@@ -276,8 +278,8 @@ func TestShipClicksRequestOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, err := st.PurgeClickRequests(ctx, 30*time.Second, 10*time.Minute, 24*time.Hour); err != nil || n != 2 {
-		t.Fatalf("purge with every journal caught up: %d, %v; want 2 (old, edge: older than the 10-minute window)", n, err)
+	if n, err := st.PurgeClickRequests(ctx, 30*time.Second, 10*time.Minute, 24*time.Hour); err != nil || n != 3 {
+		t.Fatalf("purge with every journal caught up: %d, %v; want 3 (the sets of old and edge, edge's twice: older than the 10-minute window)", n, err)
 	}
 	again(36, recent, 1) // inside the window: remembered
 }

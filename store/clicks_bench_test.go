@@ -1,0 +1,59 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"shortener"
+	"shortener/stack/stacktest"
+)
+
+// BenchmarkShipClicks ships batches of 10,000 clicks on 100 links (the
+// shipper's batch), with and without nginx's request IDs: what one click
+// costs the shipper and MariaDB together, serially (ns/click), and with
+// requests the dedupe table's share of it.
+//
+//	SHORTENER_INTEGRATION=1 go test -run '^$' -bench BenchmarkShipClicks -benchtime 20x ./store
+func BenchmarkShipClicks(b *testing.B) {
+	s := stacktest.Start(b)
+	st := openStore(b, s.MySQLDSN())
+	ctx := context.Background()
+	if err := st.Migrate(ctx, 30*time.Second); err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now().UTC()
+	for i := range 100 {
+		if err := st.Create(ctx, shortener.Link{ID: int64(1000 + i), Code: fmt.Sprintf("bench%d", i), URL: "https://example.com/", Redirect: 302, CreatedAt: now}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const batch = 10000
+	var seq uint64
+	journals := int64(100)
+	for _, withRequests := range []bool{false, true} {
+		b.Run(fmt.Sprintf("requests=%v", withRequests), func(b *testing.B) {
+			pos := int64(0)
+			journals++ // a fresh journal each run: positions start at 0
+			journal := journals
+			for b.Loop() {
+				cs := make([]shortener.Click, batch)
+				at := time.Now().UTC()
+				for i := range cs {
+					seq++
+					cs[i] = shortener.Click{LinkID: int64(1000 + i%100), At: at, Referrer: "t.co"}
+					if withRequests {
+						cs[i].Request = shortener.ClickRequest{At: at.UnixMilli(), ID: [16]byte{0: byte(seq), 1: byte(seq >> 8), 2: byte(seq >> 16), 3: byte(seq >> 24), 15: 1}}
+					}
+				}
+				bt := shortener.ClickBatch{Journal: journal, Node: 1, Segment: 1, From: pos, To: pos + 1, Clicks: cs}
+				if applied, _, _, err := st.ShipClicks(ctx, bt); err != nil || !applied {
+					b.Fatalf("ship: %v, %v", applied, err)
+				}
+				pos++
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/click")
+		})
+	}
+}
