@@ -178,7 +178,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 
 // step does one unit of work: open the oldest segment, ship a batch from
 // it, or delete it once shipped. It reports idle when there was nothing
-// to do.
+// more to do: nothing to ship, or it shipped up to the writer.
 func (s *Shipper) step(ctx context.Context) (idle bool, err error) {
 	if s.f == nil {
 		segs, err := listSegments(s.j.cfg.Dir)
@@ -254,7 +254,13 @@ func (s *Shipper) step(ctx context.Context) (idle bool, err error) {
 	if !b.CaughtUp.IsZero() {
 		s.lastBeat = s.now()
 	}
-	return false, s.purge(ctx)
+	// A batch that reached the end of what the writer had written is
+	// the shipper caught up: it waits Interval before the next, so that
+	// under steady traffic a batch holds Interval's clicks. Going on at
+	// once made a transaction of the few clicks written while the last
+	// one ran (tens, at thousands a second), and MySQL's cost is per
+	// transaction far more than per click.
+	return !sealed && sc.next == limit, s.purge(ctx)
 }
 
 // purge forgets counted requests now and then (every instance does it;
