@@ -218,6 +218,8 @@ func BenchmarkRedirectCounting(b *testing.B) {
 			r := httptest.NewRequest(http.MethodGet, "/AbC123xyz", nil)
 			r.Header.Set("User-Agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36")
 			r.Header.Set("Referer", "https://news.example.com/story?id=1")
+			now := time.Now()
+			r.Header.Set("X-Click-Id", fmt.Sprintf("%d.%03d-5f0c1d2e3f405162738495a6b7c8d9ea", now.Unix(), now.Nanosecond()/1e6))
 			return r
 		}
 		b.ReportAllocs()
