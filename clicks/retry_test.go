@@ -15,6 +15,7 @@ import (
 	"shortener"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -57,11 +58,15 @@ func startNginx(tb testing.TB, apps []string) string {
 	}
 	cmd := exec.Command(bin, "-p", dir+"/", "-c", path, "-e", "stderr", "-g", "daemon off;")
 	cmd.Stderr = os.Stderr
+	// Its own process group, killed whole: a SIGKILLed master leaves its
+	// workers running, holding every file the test inherited (a make
+	// test under flock: the lock). Pdeathsig covers a test that dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
-		cmd.Process.Kill()
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 	})
 	base := "http://" + addr
