@@ -313,6 +313,24 @@ func TestComposeEndToEnd(t *testing.T) {
 	}
 	t.Logf("ledger: %d acknowledged creates, %d lost; whole test so far %s", len(res.created), lost, time.Since(started).Round(time.Second))
 
+	// A killed container is not restarted by Docker (a kill is a manual
+	// stop); started again, app1 comes back on its fixed address, and
+	// nginx, which resolved app1 once at its start, sends to it again.
+	restarted := time.Now()
+	if _, err := p.docker(ctx, "start", p.container(ctx, "app1")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		ans, err := ask(ctx, client, p.base, first)
+		if err == nil && ans.servedBy == "app1" && ans.status == http.StatusFound {
+			t.Logf("app1 started again: nginx sent it a redirect %s later", time.Since(restarted).Round(100*time.Millisecond))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("app1 started again, but nginx sent it no redirect within 90 s: %v %+v", err, ans)
+		}
+	}
+
 	// The sentinels know every node by address: none may have tried to
 	// resolve a name (a lookup blocks a sentinel's event loop, the cause
 	// of TILT and late failovers in containers). TILT itself is logged,
@@ -550,6 +568,7 @@ func create(ctx context.Context, c *http.Client, base, u, key string) (string, e
 type answer struct {
 	status   int
 	location string
+	servedBy string // X-Served-By: the app that answered
 }
 
 // ask sends GET /{code} through nginx.
@@ -563,7 +582,7 @@ func ask(ctx context.Context, c *http.Client, base, code string) (*answer, error
 		return nil, err
 	}
 	resp.Body.Close()
-	return &answer{status: resp.StatusCode, location: resp.Header.Get("Location")}, nil
+	return &answer{status: resp.StatusCode, location: resp.Header.Get("Location"), servedBy: resp.Header.Get("X-Served-By")}, nil
 }
 
 // follow asks for a code through nginx and checks the redirect.
