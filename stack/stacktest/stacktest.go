@@ -51,8 +51,18 @@ func StartWith(tb testing.TB, start func(ctx context.Context, dir string, log *s
 	w := LogWriter(tb)
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
+	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	dir := tb.TempDir()
-	s, err := start(ctx, dir, slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	s, err := start(ctx, dir, log)
+	// The stack picks free ports and its servers bind them a moment
+	// later; another test's server may take one in between (seen beside
+	// a CPU hog: MariaDB "Address already in use"). A fresh start picks
+	// fresh ports; anything else fails at once.
+	for try := 1; err != nil && try < 3 && strings.Contains(err.Error(), "Address already in use"); try++ {
+		log.Warn("a port was taken between its choice and its bind; starting again", "err", err)
+		dir = tb.TempDir()
+		s, err = start(ctx, dir, log)
+	}
 	if err != nil {
 		// Start has stopped what it started; the logs tell why.
 		if a, aerr := stack.Attach(dir); aerr == nil {
