@@ -13,12 +13,12 @@ import (
 // reads the generation before it reads Redis or MySQL and puts what it
 // read into L1 only if the generation has not moved, under the same lock.
 // So a lookup that read a link just before its delete committed can never
-// put it back after the delete dropped it. Codes share 256 stripes: a
+// put it back after the delete dropped it. Codes share 4,096 stripes: a
 // bump may cost another code's fill (a later lookup refills it), never
 // correctness.
 type generations struct {
 	seed    maphash.Seed
-	stripes [256]struct {
+	stripes [4096]struct {
 		mu sync.Mutex
 		n  uint64
 	}
