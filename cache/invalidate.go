@@ -80,6 +80,18 @@ func (c *Cache) Invalidate(ctx context.Context, code string) {
 	c.send(ctx, []string{code})
 }
 
+// queueInvalidations adds to p, for each code, its tombstone, the DEL of
+// its link and the message to the other instances. The tombstone comes
+// first and p is a transaction, so no fill can land between them
+// (fill.go).
+func (c *Cache) queueInvalidations(ctx context.Context, p redis.Pipeliner, codes []string) {
+	for _, code := range codes {
+		p.Set(ctx, tombKey(code), "1", c.tombstoneTTL)
+		p.Del(ctx, key(code))
+		p.Publish(ctx, invalidationChannel, code)
+	}
+}
+
 // send deletes codes from Redis and announces them to every instance, in
 // one round trip under one deadline. It reports whether Redis took them.
 func (c *Cache) send(ctx context.Context, codes []string) bool {
@@ -89,13 +101,7 @@ func (c *Cache) send(ctx context.Context, codes []string) bool {
 	}
 	_, err := run(ctx, c.write, func(ctx context.Context, r *redis.Client) ([]redis.Cmder, error) {
 		return r.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			for _, code := range codes {
-				// The tombstone first, in the same transaction: no fill
-				// can land between them (fill.go).
-				p.Set(ctx, tombKey(code), "1", c.tombstoneTTL)
-				p.Del(ctx, key(code))
-				p.Publish(ctx, invalidationChannel, code)
-			}
+			c.queueInvalidations(ctx, p, codes)
 			return nil
 		})
 	})

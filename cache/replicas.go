@@ -58,13 +58,7 @@ func (c *Cache) sendAndWait(ctx context.Context, codes []string, want int) (sent
 	defer conn.Close()
 	_, err := run(ctx, c.write, func(ctx context.Context, _ *redis.Client) ([]redis.Cmder, error) {
 		return conn.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			for _, code := range codes {
-				// The tombstone first, in the same transaction: no fill
-				// can land between them (fill.go).
-				p.Set(ctx, tombKey(code), "1", c.tombstoneTTL)
-				p.Del(ctx, key(code))
-				p.Publish(ctx, invalidationChannel, code)
-			}
+			c.queueInvalidations(ctx, p, codes)
 			return nil
 		})
 	})
