@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"shortener"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -321,5 +322,66 @@ func TestOutage(t *testing.T) {
 			t.Fatalf("after recovery: %d links differ from the clicks sent; l0 still ranked: %v", diff, l0)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestReadLargeWindow reads a 5m window whose buckets hold many more
+// codes than a read takes from each (depth), clicked Zipf-like: the
+// ranking and every count equal those of the whole window, and Redis
+// was never asked for a union (ZUNIONSTORE blocks it for as long as the
+// buckets are large).
+func TestReadLargeWindow(t *testing.T) {
+	s := stacktest.Start(t)
+	ctx := context.Background()
+	r := newRanking(t, stackConfig(s, "app1"), &links{}, time.Now)
+	now := time.Now()
+	w := windows()[0]
+	const codes = 5 * depth
+	first := w.first(now)
+	for b := first; b < first+w.buckets; b++ {
+		members := make([]redis.Z, codes)
+		for i := range codes {
+			// A Zipf-like popularity, shuffled a little per bucket.
+			n := 1_000_000/(i+1) + (i*7919+int(b)*104729)%97
+			members[i] = redis.Z{Member: fmt.Sprintf("l%d", i), Score: float64(n)}
+		}
+		if err := r.rdb.ZAdd(ctx, w.res.key(r.cfg.Prefix, b), members...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unions := func() string {
+		stats, err := r.rdb.Info(ctx, "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(stats, "\r\n") {
+			if strings.HasPrefix(l, "cmdstat_zunionstore:") {
+				return l
+			}
+		}
+		return "none"
+	}
+	before := unions()
+	got, err := r.read(ctx, w, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := unions(); after != before {
+		t.Errorf("the read ran ZUNIONSTORE: %s, then %s", before, after)
+	}
+	all := redisCounts(t, r, "5m", now)
+	want := make([]Count, 0, len(all))
+	for code, n := range all {
+		want = append(want, Count{Key: code, Count: n})
+	}
+	sortCounts(want)
+	want = want[:fetch]
+	if len(got.counts) != len(want) {
+		t.Fatalf("read %d codes, want %d", len(got.counts), len(want))
+	}
+	for i := range want {
+		if got.counts[i] != want[i] {
+			t.Fatalf("rank %d: read %+v, want %+v", i+1, got.counts[i], want[i])
+		}
 	}
 }

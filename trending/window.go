@@ -32,7 +32,7 @@ type window struct {
 	res     resolution
 	buckets int64
 	// every is how many refresh rounds pass between two reads of the
-	// window from Redis: a 24h union over 24 hourly sets is the costliest
+	// window from Redis: the 24h window's 24 hourly sets are the costliest
 	// read, and a day's ranking does not move in a second.
 	every int
 }
