@@ -477,3 +477,19 @@ func TestAddMany(t *testing.T) {
 		t.Errorf("origin calls = %d, want 0", got)
 	}
 }
+
+// TestL1TTLJitter: an L1 entry lives between four fifths of the TTL and
+// the TTL, at random, so links filled together do not expire together.
+func TestL1TTLJitter(t *testing.T) {
+	seen := map[time.Duration]bool{}
+	for range 100 {
+		d := jittered(5 * time.Second)
+		if d <= 4*time.Second || d > 5*time.Second {
+			t.Fatalf("jittered(5s) = %s, want in (4s, 5s]", d)
+		}
+		seen[d] = true
+	}
+	if len(seen) < 50 {
+		t.Errorf("100 jittered TTLs took %d values; they should spread", len(seen))
+	}
+}

@@ -1,6 +1,7 @@
 package clicks
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -13,4 +14,24 @@ func BenchmarkRecord(b *testing.B) {
 	for b.Loop() {
 		j.Record(c)
 	}
+}
+
+// BenchmarkParse is the shipper decoding a batch of 10,000 clicks on
+// 1,000 links (per click).
+func BenchmarkParse(b *testing.B) {
+	var buf []byte
+	at := time.Now()
+	for i := range 10_000 {
+		c := click(int64(i%1_000), at)
+		c.Code = fmt.Sprintf("code%07d", i%1_000)
+		buf = appendRecord(buf, c)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if s := parse(buf, 0, true, 10_000); len(s.clicks) != 10_000 {
+			b.Fatalf("parsed %d clicks", len(s.clicks))
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*10_000), "ns/click")
 }

@@ -83,8 +83,22 @@ func clip(s string) string {
 	return s
 }
 
+// interner hands out one string per distinct byte sequence: a batch holds
+// thousands of clicks on far fewer codes and referrer hosts, and decoding
+// them was half of the shipper's CPU when each was a new string.
+type interner map[string]string
+
+func (in interner) of(b []byte) string {
+	if s, ok := in[string(b)]; ok { // no allocation to look up
+		return s
+	}
+	s := string(b)
+	in[s] = s
+	return s
+}
+
 // decodePayload decodes a record's payload.
-func decodePayload(p []byte) (shortener.Click, error) {
+func decodePayload(p []byte, in interner) (shortener.Click, error) {
 	if len(p) < 1 || p[0] != recordVersion && p[0] != recordVersionRequest {
 		return shortener.Click{}, errBadPayload
 	}
@@ -108,7 +122,7 @@ func decodePayload(p []byte) (shortener.Click, error) {
 	if agent > byte(shortener.AgentBot) || len(p) < codeLen+1 {
 		return shortener.Click{}, errBadPayload
 	}
-	code := string(p[:codeLen])
+	code := in.of(p[:codeLen])
 	p = p[codeLen:]
 	refLen := int(p[0])
 	p = p[1:]
@@ -119,7 +133,7 @@ func decodePayload(p []byte) (shortener.Click, error) {
 		LinkID:   id,
 		Code:     code,
 		At:       time.UnixMilli(ms).UTC(),
-		Referrer: string(p[:refLen]),
+		Referrer: in.of(p[:refLen]),
 		Agent:    shortener.Agent(agent),
 	}
 	p = p[refLen:]
@@ -191,7 +205,10 @@ func allZero(b []byte) bool {
 // length or checksum is skipped: the bytes after it are searched for the
 // next good record, and the stretch is counted once as corrupt.
 func parse(b []byte, pos int64, end bool, max int) scan {
-	var s scan
+	// Most records are 40-90 bytes: one allocation, where growing by
+	// append was most of parse's time.
+	s := scan{clicks: make([]shortener.Click, 0, min(max, len(b)/40+1))}
+	in := interner{}
 	i := 0
 	skipping := false
 	for i < len(b) && len(s.clicks) < max {
@@ -253,7 +270,7 @@ func parse(b []byte, pos int64, end bool, max int) scan {
 			i++
 			continue
 		}
-		c, err := decodePayload(payload)
+		c, err := decodePayload(payload, in)
 		if err != nil {
 			if !skipping {
 				s.corrupt++
