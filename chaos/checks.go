@@ -251,11 +251,11 @@ func PromotedAfterQuorum(within time.Duration) Measure {
 		return []Check{
 			{ID: "no-promotion-without-quorum", What: "no promotion before the quorum returned", Want: "promotion after the sentinels' restart",
 				Got: got, OK: okP && okB && p >= b, Required: true},
-			// Reported, not required: DESIGN.md's row promises no failed
-			// request and no promotion without a quorum; how soon the
-			// promotion follows is Sentinel's (see docs/chaos, finding 4).
-			{ID: "promotion-after-quorum", What: "promotion after the quorum returned (issue 15's goal)", Want: "≤ " + ms(within),
-				Got: after, OK: okP && okB && p >= b && p-b <= within, Timing: true},
+			// Sentinel alone can take 8 to 39 s here (docs/chaos,
+			// finding 4); the sentinels' notification script
+			// (stack.SentinelScript) finishes the failover it gave up on.
+			{ID: "promotion-after-quorum", What: "promotion after the quorum returned", Want: "≤ " + ms(within),
+				Got: after, OK: okP && okB && p >= b && p-b <= within, Required: true, Timing: true},
 		}
 	}
 }

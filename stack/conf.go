@@ -74,6 +74,9 @@ type SentinelNode struct {
 	// AnnounceHost, when set, makes the sentinel announce that name and
 	// resolve and announce host names (containers addressed by name).
 	AnnounceHost string
+	// Script is the path of the sentinel's notification script, the
+	// file SentinelScript renders; empty for none.
+	Script string
 }
 
 // SentinelConf renders a sentinel's initial configuration.
@@ -102,5 +105,44 @@ func SentinelConf(n SentinelNode) string {
 	fmt.Fprintf(&b, "sentinel down-after-milliseconds %s %d\n", name, n.DownAfter.Milliseconds())
 	fmt.Fprintf(&b, "sentinel failover-timeout %s %d\n", name, n.FailoverTimeout.Milliseconds())
 	fmt.Fprintf(&b, "sentinel parallel-syncs %s 1\n", name)
+	if n.Script != "" {
+		fmt.Fprintf(&b, "sentinel notification-script %s %s\n", name, n.Script)
+	}
 	return b.String()
+}
+
+// SentinelScript renders the notification script of the sentinel
+// listening on port (on this host): it finishes a failover that Sentinel
+// gave up on for want of a replica it may promote.
+//
+// A sentinel accepts a replica only if the replica's link to the dead
+// master has been down for at most 10 x down-after plus the time the
+// sentinel itself has seen the master down. A sentinel restarted after
+// the master died has seen that for a second, so once the quorum
+// returns it may win the election and find no replica good enough
+// (-failover-abort-no-good-slave); the next election comes two
+// failover-timeouts later and may go the same way (8 to 39 s in the
+// sentinels-minority runs). A sentinel that stayed up has seen the
+// master down all along and accepts the replicas. So on that event the
+// script asks every sentinel in turn for SENTINEL FAILOVER, which each
+// grants only with a replica its own view accepts, until one does.
+// Sentinel runs the script for warning-level events only, with the
+// event's type and description; it must exit quickly.
+func SentinelScript(port int) string {
+	return fmt.Sprintf(`#!/bin/sh
+# Written by package stack (SentinelScript); see its comment.
+# $1: event type, $2: "master <name> <ip> <port>" for master events.
+[ "$1" = "-failover-abort-no-good-slave" ] || exit 0
+set -- $2
+[ "$1" = master ] || exit 0
+name=$2
+others=$(timeout 2 redis-cli -p %d --raw sentinel sentinels "$name" 2>/dev/null |
+	awk 'k == "ip" { ip = $0 } k == "port" { print ip ":" $0 } { k = $0 }')
+for s in $others 127.0.0.1:%d; do
+	r=$(timeout 2 redis-cli -h "${s%%:*}" -p "${s##*:}" --raw sentinel failover "$name" 2>&1)
+	echo "sentinel $s: SENTINEL FAILOVER $name: $r"
+	[ "$r" = OK ] && exit 0
+done
+exit 0
+`, port, port)
 }

@@ -104,6 +104,10 @@ func confReplicaOf(path string) (int, bool) {
 // which it needs to rejoin the others.
 func configureSentinel(_ context.Context, p *Proc, fresh bool) error {
 	path := sentinelConf(p)
+	script := filepath.Join(p.dir(), "notify.sh")
+	if err := os.WriteFile(script, []byte(SentinelScript(p.Port)), 0o755); err != nil {
+		return err
+	}
 	if !fresh {
 		if _, err := os.Stat(path); err == nil {
 			return nil
@@ -119,6 +123,7 @@ func configureSentinel(_ context.Context, p *Proc, fresh bool) error {
 		MasterName: st.MasterName, MasterHost: "127.0.0.1", MasterPort: p.s.redis[0].Port,
 		Quorum: st.Quorum, DownAfter: time.Duration(st.DownAfterMS) * time.Millisecond,
 		FailoverTimeout: time.Duration(st.FailoverTimeoutMS) * time.Millisecond,
+		Script:          script,
 	}))
 	return writeFileAtomic(path, []byte(b.String()))
 }

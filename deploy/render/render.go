@@ -65,7 +65,9 @@ func Files() (map[string][]byte, error) {
 		files[dir+"/sentinel.conf"] = []byte(header + stack.SentinelConf(stack.SentinelNode{
 			Bind: "0.0.0.0", Port: SentinelPort, Dir: "/data",
 			MasterHost: MasterHost, MasterPort: RedisPort, AnnounceHost: announce,
+			Script: "/etc/shortener/sentinel-notify.sh",
 		}))
+		files[dir+"/sentinel-notify.sh"] = []byte(stack.SentinelScript(SentinelPort))
 	}
 	files["conf/nginx.conf"] = compose
 	files["helm/shortener/files/nginx.conf"] = chart
