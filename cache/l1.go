@@ -57,6 +57,10 @@ func jittered(ttl time.Duration) time.Duration {
 	return ttl - rand.N(ttl/5)
 }
 
+// MinL1TTL is the shortest an L1 entry lives with the TTL ttl: what
+// bounds how often one instance can refill a code.
+func MinL1TTL(ttl time.Duration) time.Duration { return ttl - ttl/5 }
+
 // put keeps a found link until the L1 TTL (less a jitter) or its own
 // expiry, whichever is sooner; an expired link is kept for the TTL, since
 // it stays gone.

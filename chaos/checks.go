@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"shortener/cache"
 	"strings"
 	"time"
 )
@@ -196,7 +197,7 @@ func SlowestRedirectBelow(limit time.Duration) Measure {
 
 // MySQLBounded checks the lookup path's MySQL queries during the fault
 // against the bound L1 and singleflight set: per app, one per distinct
-// code per L1 TTL (plus one), and one per unknown code.
+// code per shortest L1 lifetime (plus two), and one per unknown code.
 func MySQLBounded(r *Run) []Check {
 	codes := map[int]bool{}
 	misses := 0
@@ -211,8 +212,14 @@ func MySQLBounded(r *Run) []Check {
 			misses++
 		}
 	}
+	// Per app and code: one fill per shortest L1 lifetime over the
+	// window the counter is read over (the fault, from the scrape
+	// before it), one more for the fill the window may open with, and
+	// one for the L1 the app drops when its invalidation channel
+	// resubscribes (Redis back).
 	f := r.Fault()
-	refills := math.Ceil(float64(f.To-f.From)/float64(r.Config.L1TTL)) + 1
+	window := f.To - f.From + r.Config.ScrapeEvery
+	refills := math.Ceil(float64(window)/float64(cache.MinL1TTL(r.Config.L1TTL))) + 2
 	m := &r.Report.MySQL
 	m.Bound = float64(len(r.Apps)) * (float64(len(codes))*refills + float64(misses))
 	return []Check{{ID: "mysql-bound", What: "MySQL queries of the lookup path during the fault",
