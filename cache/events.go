@@ -56,13 +56,8 @@ func (c *Cache) watchSentinel(ctx context.Context, addr string) {
 //     breakers' delay. If the new master is not reachable after all, the
 //     breakers open again on the failures, and lookups fall back to MySQL.
 //   - "+odown master <name> <ip> <port> ...": the sentinels agree the
-//     master is down; stop sending writes before their timeouts pile up,
-//     unless the master answers a PING within the Redis deadline. Reads
-//     stay on the replicas, which still answer. The PING is there because
-//     sentinels sometimes announce a master they promoted a second ago
-//     down while their new links to it have yet to see a reply (chaos
-//     master-and-app: a restarted app lost 1 s of fills to it); a master
-//     that is really dead, frozen or cut off fails the PING.
+//     master is down; stop sending writes before their timeouts pile up.
+//     Reads stay on the replicas, which still answer.
 func (c *Cache) onSentinelEvent(channel, payload string) {
 	f := strings.Fields(payload)
 	switch {
@@ -76,28 +71,9 @@ func (c *Cache) onSentinelEvent(channel, payload string) {
 		}
 	case channel == "+odown" && len(f) >= 4 && f[0] == "master" && f[1] == c.cfg.MasterName:
 		c.m.events.WithLabelValues("odown").Inc()
-		addr := f[2] + ":" + f[3]
-		if !c.write.breaker.IsClosed() {
-			return
+		c.log.Warn("sentinel: master objectively down", "master", f[2]+":"+f[3])
+		if c.write.breaker.IsClosed() {
+			c.write.breaker.Open()
 		}
-		if err := c.ping(addr); err == nil {
-			c.log.Warn("sentinel: master announced down, but it answers; writes go on", "master", addr)
-			return
-		}
-		c.log.Warn("sentinel: master objectively down", "master", addr)
-		c.write.breaker.Open()
 	}
-}
-
-// ping sends one PING to the Redis node at addr within the Redis deadline.
-func (c *Cache) ping(addr string) error {
-	rdb := redis.NewClient(&redis.Options{
-		Addr: addr, Password: c.cfg.Password,
-		DialTimeout: c.cfg.Timeout, ReadTimeout: c.cfg.Timeout, WriteTimeout: c.cfg.Timeout,
-		MaxRetries: -1, PoolSize: 1, Protocol: 2, DisableIdentity: true,
-	})
-	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.Timeout)
-	defer cancel()
-	return rdb.Ping(ctx).Err()
 }
