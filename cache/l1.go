@@ -51,10 +51,10 @@ func (c *l1) get(code string) (l1Entry, bool) { return c.c.GetIfPresent(code) }
 // hot set to Redis at once: the chaos runs showed 30-80 ms stalls of
 // redirects every 5 s, in phase with the load's first second.
 func jittered(ttl time.Duration) time.Duration {
-	if ttl < 5 {
-		return ttl
+	if span := ttl - MinL1TTL(ttl); span > 0 {
+		return ttl - rand.N(span)
 	}
-	return ttl - rand.N(ttl/5)
+	return ttl
 }
 
 // MinL1TTL is the shortest an L1 entry lives with the TTL ttl: what
