@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"shortener"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -149,6 +150,11 @@ type Cache struct {
 	beforeLimitSend func()
 
 	limits *limits // shared create limits (limit.go)
+
+	// promoted is the last +switch-master heard; following is set while
+	// followMaster runs (events.go).
+	promoted  atomic.Pointer[promotion]
+	following atomic.Bool
 }
 
 // New returns a Cache in front of origin; Redis is connected lazily.

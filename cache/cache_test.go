@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -287,21 +288,74 @@ func TestPendingSetReplace(t *testing.T) {
 
 func TestOnSentinelEvent(t *testing.T) {
 	c := newOfflineCache(t, testLinks(1), testConfig())
-	c.onSentinelEvent("+odown", "master other 127.0.0.1 1 #quorum 2/2")
+	ctx := t.Context()
+	c.onSentinelEvent(ctx, "+odown", "master other 127.0.0.1 1 #quorum 2/2")
 	if r, w := c.BreakerStates(); w != "closed" || r != "closed" {
 		t.Fatalf("odown of another master moved breakers: read %s write %s", r, w)
 	}
-	c.onSentinelEvent("+odown", "master shortener 127.0.0.1 6380 #quorum 2/2")
+	c.onSentinelEvent(ctx, "+odown", "master shortener 127.0.0.1 1 #quorum 2/2")
 	if r, w := c.BreakerStates(); w != "open" || r != "closed" {
 		t.Fatalf("after +odown: read %s write %s, want read closed, write open", r, w)
 	}
+	// Ports 1 and 2 are closed (a real Redis may listen on 6380-6382 of
+	// this machine): the write client never reaches the new master, so
+	// only the read breaker closes.
 	c.read.breaker.Open()
-	c.onSentinelEvent("+switch-master", "shortener 127.0.0.1 6380 127.0.0.1 6381")
-	if r, w := c.BreakerStates(); w != "closed" || r != "closed" {
-		t.Fatalf("after +switch-master: read %s write %s, want both closed", r, w)
+	c.onSentinelEvent(ctx, "+switch-master", "shortener 127.0.0.1 1 127.0.0.1 2")
+	if r, w := c.BreakerStates(); w != "open" || r != "closed" {
+		t.Fatalf("after +switch-master with no master reachable: read %s write %s, want read closed, write open", r, w)
 	}
 	if got := count(c.m.events, "switch_master"); got != 1 {
 		t.Errorf("switch_master events = %v, want 1", got)
+	}
+	// A just-promoted master that does not answer is down indeed.
+	c.write.breaker.Close()
+	c.onSentinelEvent(ctx, "+odown", "master shortener 127.0.0.1 2 #quorum 2/2")
+	if w := c.write.state(); w != "open" {
+		t.Fatalf("after +odown of a promoted master that does not answer: write %s, want open", w)
+	}
+}
+
+// TestSentinelEventsOnRealMaster plays the events of a failover onto the
+// stack's master as it is: +switch-master closes the write breaker once
+// the write client reaches a master; an +odown of a master promoted
+// moments ago that answers leaves writes on; one past promotionGrace
+// stops them.
+func TestSentinelEventsOnRealMaster(t *testing.T) {
+	var now atomic.Pointer[time.Time]
+	// A breaker delay longer than the test: only the event can close the
+	// write breaker (its own probes wait out the delay).
+	c, _, s := newTestCacheHooked(t, testConfig(func(c *Config) { c.BreakerDelay = time.Hour }), func(c *Cache) {
+		c.now = func() time.Time {
+			if p := now.Load(); p != nil {
+				return *p
+			}
+			return time.Now()
+		}
+	})
+	ctx := t.Context()
+	master, err := s.Master(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port, _ := net.SplitHostPort(master.Addr())
+	c.write.breaker.Open()
+	c.onSentinelEvent(ctx, "+switch-master", "shortener 127.0.0.1 1 "+host+" "+port)
+	for deadline := time.Now().Add(time.Minute); !c.write.breaker.IsClosed(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("write breaker still %s a minute after +switch-master to a healthy master", c.write.state())
+		}
+	}
+	odown := "master shortener " + host + " " + port + " #quorum 2/2"
+	c.onSentinelEvent(ctx, "+odown", odown)
+	if w := c.write.state(); w != "closed" {
+		t.Fatalf("+odown of a just-promoted master that answers: write %s, want closed", w)
+	}
+	later := time.Now().Add(promotionGrace)
+	now.Store(&later)
+	c.onSentinelEvent(ctx, "+odown", odown)
+	if w := c.write.state(); w != "open" {
+		t.Fatalf("+odown %v after the promotion: write %s, want open", promotionGrace, w)
 	}
 }
 
