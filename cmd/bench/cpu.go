@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os"
 	"slices"
 
 	"github.com/prometheus/procfs"
@@ -21,11 +20,10 @@ func (e *env) servers(target string) []int {
 	case targetApp:
 		roots = append(roots, e.stack.Apps()[0].Pid())
 	case targetMinimalNginx:
-		// The bench process holds the minimal servers (and is idle
-		// otherwise); wrk is a process of its own, not counted.
-		roots = append(roots, e.minimalNginxPid, os.Getpid())
+		roots = append(roots, e.minimalNginxPid)
+		roots = append(roots, e.minimalPids...)
 	case targetMinimal:
-		roots = append(roots, os.Getpid())
+		roots = append(roots, e.minimalPids[0])
 	case targetCapacity:
 		roots = append(roots, e.capacity.pids()...)
 	}

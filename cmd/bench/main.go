@@ -40,6 +40,10 @@ import (
 )
 
 func main() {
+	if os.Getenv(minimalEnv) != "" {
+		fmt.Fprintln(os.Stderr, "bench:", serveMinimal())
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -110,8 +114,10 @@ type env struct {
 	settle  time.Duration
 	round   int
 	warm    bool // Redis holds every bench link (this round)
-	// minimalNginxPid is the master of the minimal servers' nginx.
+	// minimalNginxPid is the master of the minimal servers' nginx;
+	// minimalPids are the servers.
 	minimalNginxPid int
+	minimalPids     []int
 	capacity        *capacity
 	rep             *report
 	out             io.Writer
@@ -214,7 +220,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	e := &env{
 		stack: s, store: st, redis: tier, wrk: w, proc: proc, apiKey: strings.TrimSpace(string(key)),
 		runID: started.UTC().Format("20060102T150405"), links: o.links, settle: o.settle, rep: rep, out: stdout,
-		minimalNginxPid: m.proxy.pid(), capacity: capa,
+		minimalNginxPid: m.proxy.pid(), minimalPids: m.pids(), capacity: capa,
 		targets: map[string]string{
 			targetNginx: s.BaseURL(), targetApp: "http://" + s.Apps()[0].Addr(),
 			targetMinimalNginx: m.url(), targetMinimal: m.directURL(), targetCapacity: capa.proxy.url(),

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"shortener/nginx"
@@ -20,9 +21,12 @@ import (
 // that answer every GET with a 302 to a URL made from the path, and
 // nothing else (no routing, lookup, middleware or logging), behind an
 // nginx rendered from the same template as the stack's, with the same
-// settings. Their ratio to the stack is the cost of the shortener itself.
+// settings. Each is a process of its own, as each app is: two servers in
+// one process would share one Go scheduler (its spinning threads, sysmon,
+// GC) where the apps pay for two, and the ratio would charge that to the
+// shortener. Their ratio to the stack is the cost of the shortener itself.
 type minimal struct {
-	servers []*http.Server
+	servers []*exec.Cmd
 	addrs   []string
 	proxy   *proxy
 }
@@ -35,10 +39,25 @@ type proxy struct {
 	exited chan error
 }
 
+// minimalEnv, set in bench's own environment, makes it a minimal server on
+// the listener it inherits as file descriptor 3 (startMinimal).
+const minimalEnv = "SHORTENER_BENCH_MINIMAL"
+
 // minimalRedirect is the whole of the minimal server.
 func minimalRedirect(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Location", "https://example.com"+r.URL.Path)
 	w.WriteHeader(http.StatusFound)
+}
+
+// serveMinimal is the minimal server's process: it serves the inherited
+// listener until killed.
+func serveMinimal() error {
+	ln, err := net.FileListener(os.NewFile(3, "listener"))
+	if err != nil {
+		return fmt.Errorf("minimal server: %w", err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(minimalRedirect), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 75 * time.Second}
+	return srv.Serve(ln)
 }
 
 // startMinimal starts the two servers and their nginx, with its files in
@@ -50,20 +69,46 @@ func startMinimal(ctx context.Context, dir string) (_ *minimal, err error) {
 			m.close()
 		}
 	}()
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("minimal server: %w", err)
+	}
 	for range 2 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("minimal server: %w", err)
 		}
-		srv := &http.Server{Handler: http.HandlerFunc(minimalRedirect), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 75 * time.Second}
-		go srv.Serve(ln) //nolint:errcheck // ends with Close
-		m.servers = append(m.servers, srv)
+		f, err := ln.(*net.TCPListener).File()
+		ln.Close()
+		if err != nil {
+			return nil, fmt.Errorf("minimal server: %w", err)
+		}
+		cmd := exec.Command(self)
+		cmd.Env = append(os.Environ(), minimalEnv+"=1")
+		cmd.ExtraFiles = []*os.File{f}
+		cmd.Stderr = os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // not outliving the bench
+		err = cmd.Start()
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("minimal server: %w", err)
+		}
+		m.servers = append(m.servers, cmd)
 		m.addrs = append(m.addrs, ln.Addr().String())
 	}
 	// The create limit as cmd/stack renders the stack's: it limits POSTs
 	// only, and this nginx serves GETs.
 	m.proxy, err = startProxy(ctx, dir, m.addrs, 100, 200, "/ready")
 	return m, err
+}
+
+// pids are the minimal servers' processes.
+func (m *minimal) pids() []int {
+	var pids []int
+	for _, c := range m.servers {
+		pids = append(pids, c.Process.Pid)
+	}
+	return pids
 }
 
 // startProxy renders nginx.conf from the template for apps into dir,
@@ -145,8 +190,9 @@ func (m *minimal) directURL() string { return "http://" + m.addrs[0] }
 // close stops nginx and the servers.
 func (m *minimal) close() {
 	m.proxy.close()
-	for _, s := range m.servers {
-		s.Close()
+	for _, c := range m.servers {
+		c.Process.Kill() //nolint:errcheck // gone already is fine
+		c.Wait()         //nolint:errcheck // killed
 	}
 }
 
