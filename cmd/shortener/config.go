@@ -221,7 +221,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.boolean(&c.Anonymous, "anonymous-create", "SHORTENER_ANONYMOUS_CREATE", true, "let clients without an API key create links")
 	e.str(&c.APIKey, "api-key", "SHORTENER_API_KEY", "", "an API key from the configuration, besides those made with 'shortener keys create' (X-Api-Key)")
 	e.boolean(&c.TrendingKeyed, "trending-keyed", "SHORTENER_TRENDING_KEYED", false, "GET /api/v1/trending needs an API key")
-	e.dur(&c.TrendingTick, "trending-tick", "SHORTENER_TRENDING_TICK", 200*time.Millisecond, "how often counted clicks are sent to Redis's trending sets")
+	e.dur(&c.TrendingTick, "trending-tick", "SHORTENER_TRENDING_TICK", time.Second, "how often counted clicks are sent to Redis's trending sets")
 	e.dur(&c.TrendingRefresh, "trending-refresh", "SHORTENER_TRENDING_REFRESH", time.Second, "how often trending answers are recomputed (the 5m window read from Redis)")
 	e.int(&c.TrendingTopK, "trending-topk", "SHORTENER_TRENDING_TOPK", 1_000, "counters of each local top-K used while Redis is out (one per window bucket)")
 	e.int(&c.TrendingMaxQueued, "trending-max-queued", "SHORTENER_TRENDING_MAX_QUEUED", 1_000_000, "link-minutes counted during a Redis outage kept for the merge-back; more are dropped from it")
