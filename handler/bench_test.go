@@ -1,58 +1,31 @@
 package handler_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"shortener"
-	"slices"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"shortener/cache"
 	"shortener/clicks"
 	"shortener/handler"
+	"shortener/handler/handlertest"
 )
 
 // oneLink is an origin with a single link.
-type oneLink struct{ l shortener.Link }
-
-func (o oneLink) Link(_ context.Context, code string) (shortener.Link, error) {
-	if code != o.l.Code {
-		return shortener.Link{}, shortener.ErrNotFound
-	}
-	return o.l, nil
-}
-
-func (o oneLink) Create(context.Context, shortener.Link) error { return nil }
-func (o oneLink) CreateIdempotent(_ context.Context, l shortener.Link, _ shortener.Idempotency) (shortener.Link, bool, error) {
-	return l, false, nil
-}
-func (o oneLink) Delete(context.Context, string, time.Time) error         { return nil }
-func (o oneLink) Resolve(context.Context, string) (shortener.Link, error) { return o.l, nil }
+type oneLink = handlertest.OneLink
 
 // BenchmarkRedirectL1Hit measures a warm redirect through the whole
 // handler with the real cache, answered from L1 (Redis is never asked).
 func BenchmarkRedirectL1Hit(b *testing.B) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cache.RouteLibraryLogs(log)
-	origin := oneLink{shortener.Link{Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
-	c, err := cache.New(cache.Config{
-		MasterName: "shortener", SentinelAddrs: []string{"127.0.0.1:1"}, // unreachable: L1 must answer
-		Timeout: 50 * time.Millisecond, PoolSize: 4, TTL: time.Hour,
-		L1Size: 1000, L1TTL: time.Hour, L1NegativeTTL: time.Second,
-		BreakerFailures: 5, BreakerWindow: 10, BreakerDelay: time.Second, BreakerSuccesses: 3,
-		ReplayInterval: time.Second, InvalidationGrace: 3 * time.Second,
-	}, origin, nil, log, prometheus.NewRegistry())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	origin := oneLink{L: shortener.Link{Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
+	c := handlertest.Cache(b, origin, log)
 	benchRedirect(b, c, origin, log)
 }
 
@@ -60,25 +33,8 @@ func BenchmarkRedirectL1Hit(b *testing.B) {
 // answers from a struct field: the cost of Echo, the middleware and the
 // recorder, against which the L1 path is read as a ratio.
 func BenchmarkRedirectBaseline(b *testing.B) {
-	origin := oneLink{shortener.Link{Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
+	origin := oneLink{L: shortener.Link{Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
 	benchRedirect(b, origin, origin, slog.New(slog.NewTextHandler(io.Discard, nil)))
-}
-
-// benchCache is the real cache over origin, with Redis unreachable: L1
-// must answer.
-func benchCache(b *testing.B, origin oneLink, log *slog.Logger) *cache.Cache {
-	c, err := cache.New(cache.Config{
-		MasterName: "shortener", SentinelAddrs: []string{"127.0.0.1:1"},
-		Timeout: 50 * time.Millisecond, PoolSize: 4, TTL: time.Hour,
-		L1Size: 1000, L1TTL: time.Hour, L1NegativeTTL: time.Second,
-		BreakerFailures: 5, BreakerWindow: 10, BreakerDelay: time.Second, BreakerSuccesses: 3,
-		ReplayInterval: time.Second, InvalidationGrace: 3 * time.Second,
-	}, origin, nil, log, prometheus.NewRegistry())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { c.Close() })
-	return c
 }
 
 // BenchmarkRedirectPages compares, in one run, the warm redirect of the
@@ -91,8 +47,8 @@ func benchCache(b *testing.B, origin oneLink, log *slog.Logger) *cache.Cache {
 func BenchmarkRedirectPages(b *testing.B) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cache.RouteLibraryLogs(log)
-	origin := oneLink{shortener.Link{Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
-	c := benchCache(b, origin, log)
+	origin := oneLink{L: shortener.Link{Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
+	c := handlertest.Cache(b, origin, log)
 	for _, pages := range []bool{false, true} {
 		name := "pages=off"
 		if pages {
@@ -117,8 +73,8 @@ func BenchmarkRedirectPagesRatio(b *testing.B) {
 		b.Run("code="+code, func(b *testing.B) {
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
 			cache.RouteLibraryLogs(log)
-			origin := oneLink{shortener.Link{Code: code, URL: "https://example.com/landing?utm=1", Redirect: 302}}
-			c := benchCache(b, origin, log)
+			origin := oneLink{L: shortener.Link{Code: code, URL: "https://example.com/landing?utm=1", Redirect: 302}}
+			c := handlertest.Cache(b, origin, log)
 			var hs [2]http.Handler // off, on
 			for i, pages := range []bool{false, true} {
 				h, err := handler.New(handler.Config{BaseURL: "http://sho.rt", Instance: "bench", IdempotencyTTL: time.Hour, ReferrerPolicy: "strict-origin-when-cross-origin", PermanentMaxAge: time.Hour, Pages: pages},
@@ -128,45 +84,7 @@ func BenchmarkRedirectPagesRatio(b *testing.B) {
 				}
 				hs[i] = h
 			}
-			req := httptest.NewRequest(http.MethodGet, "/"+code, nil)
-			serve := func(h http.Handler, n int) time.Duration {
-				start := time.Now()
-				for range n {
-					w := httptest.NewRecorder()
-					h.ServeHTTP(w, req)
-					if w.Code != http.StatusFound {
-						b.Fatalf("got %d", w.Code)
-					}
-				}
-				return time.Since(start)
-			}
-			const block = 64
-			var ratios []float64
-			var spent [2]time.Duration
-			b.ReportAllocs()
-			n := 0
-			for b.Loop() {
-				// One iteration is one redirect on each handler; a block
-				// of them is timed at once, the first handler alternating.
-				if n++; n%block != 0 {
-					continue
-				}
-				var d [2]time.Duration
-				first := (n / block) % 2
-				d[first] = serve(hs[first], block)
-				d[1-first] = serve(hs[1-first], block)
-				spent[0] += d[0]
-				spent[1] += d[1]
-				ratios = append(ratios, float64(d[1])/float64(d[0]))
-			}
-			if len(ratios) == 0 {
-				return
-			}
-			slices.Sort(ratios)
-			blocks := float64(len(ratios) * block)
-			b.ReportMetric(float64(spent[0].Nanoseconds())/blocks, "off-ns/redirect")
-			b.ReportMetric(float64(spent[1].Nanoseconds())/blocks, "on-ns/redirect")
-			b.ReportMetric(ratios[len(ratios)/2], "on/off-median")
+			handlertest.Ratio(b, hs[0], hs[1], httptest.NewRequest(http.MethodGet, "/"+code, nil))
 		})
 	}
 }
@@ -205,7 +123,7 @@ func benchRedirectWith(b *testing.B, r handler.Resolver, links handler.Links, lo
 // ratio from one run: the cost of counting. Serial is the worst case for
 // the journal: no two requests overlap, so each click is its own write.
 func BenchmarkRedirectCounting(b *testing.B) {
-	origin := oneLink{shortener.Link{ID: 42, Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
+	origin := oneLink{L: shortener.Link{ID: 42, Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	run := func(b *testing.B, rec handler.Recorder, parallel bool) {
 		h, err := handler.New(handler.Config{BaseURL: "http://sho.rt", Instance: "bench", IdempotencyTTL: time.Hour, ReferrerPolicy: "strict-origin-when-cross-origin", PermanentMaxAge: time.Hour}, handler.Deps{
@@ -283,8 +201,8 @@ func BenchmarkRedirectCounting(b *testing.B) {
 func BenchmarkRedirectCountingRatio(b *testing.B) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cache.RouteLibraryLogs(log)
-	origin := oneLink{shortener.Link{ID: 42, Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
-	b.Run("resolver=l1", func(b *testing.B) { benchCountingRatio(b, benchCache(b, origin, log), origin, log) })
+	origin := oneLink{L: shortener.Link{ID: 42, Code: "AbC123xyz", URL: "https://example.com/landing?utm=1", Redirect: 302}}
+	b.Run("resolver=l1", func(b *testing.B) { benchCountingRatio(b, handlertest.Cache(b, origin, log), origin, log) })
 	b.Run("resolver=none", func(b *testing.B) { benchCountingRatio(b, origin, origin, log) })
 }
 
@@ -308,40 +226,5 @@ func benchCountingRatio(b *testing.B, res handler.Resolver, origin oneLink, log 
 	req.Header.Set("Referer", "https://news.example.com/story?id=1")
 	now := time.Now()
 	req.Header.Set("X-Click-Id", fmt.Sprintf("%d.%03d-5f0c1d2e3f405162738495a6b7c8d9ea", now.Unix(), now.Nanosecond()/1e6))
-	serve := func(h http.Handler, n int) time.Duration {
-		start := time.Now()
-		for range n {
-			w := httptest.NewRecorder()
-			h.ServeHTTP(w, req)
-			if w.Code != http.StatusFound {
-				b.Fatalf("got %d", w.Code)
-			}
-		}
-		return time.Since(start)
-	}
-	const block = 64
-	var ratios []float64
-	var spent [2]time.Duration
-	b.ReportAllocs()
-	n := 0
-	for b.Loop() {
-		if n++; n%block != 0 {
-			continue
-		}
-		var d [2]time.Duration
-		first := (n / block) % 2
-		d[first] = serve(hs[first], block)
-		d[1-first] = serve(hs[1-first], block)
-		spent[0] += d[0]
-		spent[1] += d[1]
-		ratios = append(ratios, float64(d[1])/float64(d[0]))
-	}
-	if len(ratios) == 0 {
-		return
-	}
-	slices.Sort(ratios)
-	blocks := float64(len(ratios) * block)
-	b.ReportMetric(float64(spent[0].Nanoseconds())/blocks, "off-ns/redirect")
-	b.ReportMetric(float64(spent[1].Nanoseconds())/blocks, "on-ns/redirect")
-	b.ReportMetric(ratios[len(ratios)/2], "on/off-median")
+	handlertest.Ratio(b, hs[0], hs[1], req)
 }
