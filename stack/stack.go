@@ -400,13 +400,14 @@ func (s *Stack) startRedis(ctx context.Context) error {
 	if err := launchAll(ctx, s.redis); err != nil {
 		return err
 	}
-	if err := s.waitReplicas(ctx, s.redis[0], s.redis[1:]); err != nil {
-		return err
+	err := poll(ctx, readyPoll, func(ctx context.Context) error { return s.Replicated(ctx, s.redis[0]) })
+	if err != nil {
+		return fmt.Errorf("wait replicas: %w", err)
 	}
 	if err := launchAll(ctx, s.sentinels); err != nil {
 		return err
 	}
-	return s.waitSentinels(ctx, s.redis[0])
+	return s.waitSentinels(ctx, s.redis[0], true)
 }
 
 // launchAll starts procs concurrently, fresh, and waits until each is ready.
