@@ -96,24 +96,18 @@ func (Clicks) Open(ctx context.Context, env *Env) (Settle, error) {
 func waitShipped(ctx context.Context, db *sql.DB, t time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, clicksDrain)
 	defer cancel()
-	var last error
-	for {
+	err := poll(ctx, 250*time.Millisecond, func() error {
 		var asOf sql.NullTime
 		err := db.QueryRowContext(ctx, "SELECT MIN(caught_up_at) FROM click_journals WHERE updated_at > NOW(3) - INTERVAL 600 SECOND").Scan(&asOf)
-		switch {
-		case err != nil:
-			last = err
-		case !asOf.Valid || !asOf.Time.Before(t):
-			return nil
-		default:
-			last = fmt.Errorf("journals shipped up to %s, want %s", asOf.Time.Format(time.RFC3339Nano), t.UTC().Format(time.RFC3339Nano))
+		if err == nil && asOf.Valid && asOf.Time.Before(t) {
+			err = fmt.Errorf("journals shipped up to %s, want %s", asOf.Time.Format(time.RFC3339Nano), t.UTC().Format(time.RFC3339Nano))
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("journals not shipped within %s: %w", clicksDrain, last)
-		case <-time.After(250 * time.Millisecond): // polling MySQL, not synchronisation
-		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("journals not shipped within %s: %w", clicksDrain, err)
 	}
+	return nil
 }
 
 // storedClicks returns the clicks MySQL holds for each link, by code.

@@ -71,10 +71,8 @@ func resume(ctx context.Context, s *stack.Stack, cfg stack.Config, stdout io.Wri
 			if p.Frozen() {
 				fmt.Fprintf(stdout, "note: %s is frozen; `stack cont %s` thaws it\n", p.Name, p.Name)
 			}
-			if os.Geteuid() == 0 {
-				if on, err := p.Partitioned(ctx); err == nil && on {
-					fmt.Fprintf(stdout, "note: %s is partitioned; `stack heal %s` heals it\n", p.Name, p.Name)
-				}
+			if on, err := p.Partitioned(ctx); err == nil && on {
+				fmt.Fprintf(stdout, "note: %s is partitioned; `stack heal %s` heals it\n", p.Name, p.Name)
 			}
 			continue
 		}
@@ -183,12 +181,8 @@ func status(ctx context.Context, dir string, stdout io.Writer) error {
 				state = "frozen"
 			}
 		}
-		// Only root can have partitioned anything, and only root may list
-		// iptables rules.
-		if os.Geteuid() == 0 {
-			if on, err := p.Partitioned(ctx); err == nil && on {
-				state += ", partitioned"
-			}
+		if on, err := p.Partitioned(ctx); err == nil && on {
+			state += ", partitioned"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", p.Name, pid, p.Port, state)
 	}
