@@ -101,14 +101,16 @@ func (k kind) executable(p *Proc) (string, error) {
 		return programPath(k.program)
 	}
 	path := k.path(p)
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrMissingProgram, err)
-	}
-	if fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return "", fmt.Errorf("%w: %s is not an executable file", ErrMissingProgram, path)
+	if !isExecutable(path) {
+		return "", fmt.Errorf("%w: %s is missing or not an executable file", ErrMissingProgram, path)
 	}
 	return path, nil
+}
+
+// isExecutable reports whether path is an executable file.
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
 }
 
 // Program is an executable the stack runs, with the Debian package that
@@ -207,8 +209,7 @@ func programPath(name string) (string, error) {
 		return p, nil
 	}
 	for _, dir := range []string{"/usr/sbin", "/usr/local/sbin", "/sbin", "/usr/bin"} {
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+		if p := filepath.Join(dir, name); isExecutable(p) {
 			return p, nil
 		}
 	}
