@@ -18,8 +18,8 @@ var testLinks = []Link{{"a", "https://x/a"}, {"b", "https://x/b"}, {"c", "https:
 
 func testLoad(base string) LoadConfig {
 	return LoadConfig{
-		BaseURL: base, Rate: 200, Zipf: 1.1, Links: testLinks,
-		Timeout: 2 * time.Second, MaxInFlight: 50, CreateAttempts: 3, Prefix: "test", Seed: 1,
+		BaseURL: base, Traffic: Traffic{Rate: 200, Zipf: 1.1, Timeout: 2 * time.Second, MaxInFlight: 50, CreateAttempts: 3},
+		Links: testLinks, Prefix: "test", Seed: 1,
 	}
 }
 

@@ -22,18 +22,10 @@ import (
 
 // Config is a chaos run's settings; cmd/chaos fills it from flags.
 type Config struct {
-	// Load: arrival rate (requests/s), shares of creates and misses, the
-	// Zipf exponent of link popularity and the number of links.
-	Rate        float64
-	CreateShare float64
-	MissShare   float64
-	Zipf        float64
-	Links       int
-	// Timeout bounds each HTTP request; MaxInFlight bounds the requests
-	// waiting at once; CreateAttempts bounds the POSTs of one create.
-	Timeout        time.Duration
-	MaxInFlight    int
-	CreateAttempts int
+	// Traffic is the load's rate, mix and client bounds.
+	Traffic
+	// Links is how many links Setup creates for the redirects.
+	Links int
 	// Phases: warm-up, steady, fault (at least: a fault that takes longer
 	// to inject extends it) and recovery.
 	Warmup, Steady, Fault, Recovery time.Duration
@@ -56,25 +48,27 @@ type Config struct {
 // otherwise: about 70 s a scenario, the matrix in about 11 minutes.
 func DefaultConfig() Config {
 	return Config{
-		Rate:           1000,
-		CreateShare:    0.05,
-		MissShare:      0.01,
-		Zipf:           1.1,
-		Links:          1000,
-		Timeout:        2 * time.Second,
-		MaxInFlight:    1000,
-		CreateAttempts: 4,
-		Warmup:         5 * time.Second,
-		Steady:         10 * time.Second,
-		Fault:          20 * time.Second,
-		Recovery:       15 * time.Second,
-		RedisTimeout:   50 * time.Millisecond,
-		L1TTL:          5 * time.Second,
-		MySQLTimeout:   time.Second,
-		ScrapeEvery:    200 * time.Millisecond,
-		HealTimeout:    2 * time.Minute,
-		RunID:          time.Now().UTC().Format("20060102T150405"),
-		EnforceTiming:  true,
+		Traffic: Traffic{
+			Rate:           1000,
+			CreateShare:    0.05,
+			MissShare:      0.01,
+			Zipf:           1.1,
+			Timeout:        2 * time.Second,
+			MaxInFlight:    1000,
+			CreateAttempts: 4,
+		},
+		Links:         1000,
+		Warmup:        5 * time.Second,
+		Steady:        10 * time.Second,
+		Fault:         20 * time.Second,
+		Recovery:      15 * time.Second,
+		RedisTimeout:  50 * time.Millisecond,
+		L1TTL:         5 * time.Second,
+		MySQLTimeout:  time.Second,
+		ScrapeEvery:   200 * time.Millisecond,
+		HealTimeout:   2 * time.Minute,
+		RunID:         time.Now().UTC().Format("20060102T150405"),
+		EnforceTiming: true,
 	}
 }
 
@@ -273,19 +267,8 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 		settles[i] = settle
 	}
 	began := time.Now()
-	load, err := StartLoad(ctx, LoadConfig{
-		BaseURL:        r.t.BaseURL,
-		Rate:           r.cfg.Rate,
-		CreateShare:    r.cfg.CreateShare,
-		MissShare:      r.cfg.MissShare,
-		Zipf:           r.cfg.Zipf,
-		Links:          r.links,
-		Timeout:        r.cfg.Timeout,
-		MaxInFlight:    r.cfg.MaxInFlight,
-		CreateAttempts: r.cfg.CreateAttempts,
-		Prefix:         prefix,
-		Seed:           uint64(began.UnixNano()),
-	}, r.client)
+	load, err := StartLoad(ctx, LoadConfig{Traffic: r.cfg.Traffic, BaseURL: r.t.BaseURL, Links: r.links,
+		Prefix: prefix, Seed: uint64(began.UnixNano())}, r.client)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", sc.Name, err)
 	}

@@ -66,10 +66,7 @@ func cmdline(pid int) []string {
 	if err != nil {
 		return nil
 	}
-	argv, err := p.CmdLine()
-	if err != nil {
-		return nil
-	}
+	argv, _ := p.CmdLine() // nil on error
 	return argv
 }
 
