@@ -75,20 +75,25 @@ func get(ctx context.Context, c *http.Client, base, code string, timeout time.Du
 	return resp.StatusCode, resp.Header.Get("Location"), resp.Header.Get("X-Served-By"), nil
 }
 
-// redirect resolves code through base and wants 302 to url.
-func redirect(ctx context.Context, c *http.Client, base, code, url string, timeout time.Duration, r *Result) {
+// lookup resolves code through base and wants 302 to url or, for a code
+// never issued (url ""), 404.
+func lookup(ctx context.Context, c *http.Client, base, code, url string, timeout time.Duration, r *Result) {
 	status, loc, servedBy, err := get(ctx, c, base, code, timeout)
 	r.Status, r.ServedBy = status, servedBy
+	what, want := "GET", http.StatusFound
+	if url == "" {
+		what, want = "GET unknown code", http.StatusNotFound
+	}
 	switch {
 	case err != nil:
-		r.Outcome, r.Err = classify(err), fmt.Sprintf("GET: %v", err)
-	case status == http.StatusFound && loc == url:
+		r.Outcome, r.Err = classify(err), fmt.Sprintf("%s: %v", what, err)
+	case status == want && (url == "" || loc == url):
 		r.Outcome = OK
-	case status >= 300 && status < 400:
+	case url != "" && status >= 300 && status < 400:
 		r.Outcome, r.WrongLocation = Failed, true
 		r.Err = fmt.Sprintf("GET: %d with Location %q, want %q", status, loc, url)
 	default:
-		r.Outcome, r.Err = Failed, fmt.Sprintf("GET: %d%s, want 302", status, source(status, servedBy))
+		r.Outcome, r.Err = Failed, fmt.Sprintf("%s: %d%s, want %d", what, status, source(status, servedBy), want)
 	}
 }
 
@@ -103,20 +108,6 @@ func source(status int, servedBy string) string {
 		return " from nginx (no X-Served-By)"
 	default:
 		return " from " + servedBy
-	}
-}
-
-// miss resolves a code that was never issued and wants 404.
-func miss(ctx context.Context, c *http.Client, base, code string, timeout time.Duration, r *Result) {
-	status, _, servedBy, err := get(ctx, c, base, code, timeout)
-	r.Status, r.ServedBy = status, servedBy
-	switch {
-	case err != nil:
-		r.Outcome, r.Err = classify(err), fmt.Sprintf("GET unknown code: %v", err)
-	case status == http.StatusNotFound:
-		r.Outcome = OK
-	default:
-		r.Outcome, r.Err = Failed, fmt.Sprintf("GET unknown code: %d%s, want 404", status, source(status, servedBy))
 	}
 }
 

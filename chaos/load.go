@@ -30,13 +30,8 @@ const (
 )
 
 func (k Kind) String() string {
-	switch k {
-	case Redirect:
-		return "redirect"
-	case Create:
-		return "create"
-	case Miss:
-		return "miss"
+	if names := []string{"redirect", "create", "miss"}; int(k) < len(names) {
+		return names[k]
 	}
 	return fmt.Sprintf("kind(%d)", k)
 }
@@ -58,13 +53,8 @@ const (
 )
 
 func (o Outcome) String() string {
-	switch o {
-	case OK:
-		return "ok"
-	case Failed:
-		return "failed"
-	case Unknown:
-		return "unknown"
+	if names := []string{"ok", "failed", "unknown"}; int(o) < len(names) {
+		return names[o]
 	}
 	return fmt.Sprintf("outcome(%d)", o)
 }
@@ -269,10 +259,9 @@ func (l *Load) send(r *Result) {
 	switch r.Kind {
 	case Redirect:
 		link := l.cfg.Links[r.Link]
-		redirect(l.ctx, l.client, l.cfg.BaseURL, link.Code, link.URL, l.cfg.Timeout, r)
+		lookup(l.ctx, l.client, l.cfg.BaseURL, link.Code, link.URL, l.cfg.Timeout, r)
 	case Miss:
-		missCode := fmt.Sprintf("chaos-miss-%s-%d", l.cfg.Prefix, r.Seq)
-		miss(l.ctx, l.client, l.cfg.BaseURL, missCode, l.cfg.Timeout, r)
+		lookup(l.ctx, l.client, l.cfg.BaseURL, fmt.Sprintf("chaos-miss-%s-%d", l.cfg.Prefix, r.Seq), "", l.cfg.Timeout, r)
 	case Create:
 		create(l.ctx, l.client, l.cfg.BaseURL, l.cfg.Timeout, l.cfg.CreateAttempts, due, r)
 	}

@@ -221,7 +221,7 @@ func (r *Runner) prime(ctx context.Context) error {
 			wg.Go(func() {
 				for i := w; i < len(r.links); i += 4 {
 					var res Result
-					redirect(ctx, r.client, a.URL, r.links[i].Code, r.links[i].URL, r.cfg.Timeout, &res)
+					lookup(ctx, r.client, a.URL, r.links[i].Code, r.links[i].URL, r.cfg.Timeout, &res)
 					if res.Outcome != OK {
 						failed.Add(1)
 						firstErr.CompareAndSwap(nil, res.Err)
