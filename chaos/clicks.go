@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -112,34 +111,14 @@ func waitShipped(ctx context.Context, db *sql.DB, t time.Time) error {
 
 // storedClicks returns the clicks MySQL holds for each link, by code.
 func storedClicks(ctx context.Context, db *sql.DB, links []Link) (map[string]int64, error) {
-	out := make(map[string]int64, len(links))
-	for start := 0; start < len(links); start += 500 {
-		part := links[start:min(start+500, len(links))]
-		args := make([]any, len(part))
-		for i, l := range part {
-			args[i] = l.Code
-		}
-		rows, err := db.QueryContext(ctx, `SELECT l.code, COALESCE(SUM(h.clicks), 0) FROM links l
-			LEFT JOIN click_hours h ON h.link_id = l.id WHERE l.code IN (?`+strings.Repeat(",?", len(part)-1)+`) GROUP BY l.code`, args...)
-		if err != nil {
-			return nil, fmt.Errorf("query stored clicks: %w", err)
-		}
-		for rows.Next() {
-			var (
-				code string
-				n    int64
-			)
-			if err := rows.Scan(&code, &n); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("scan stored clicks: %w", err)
-			}
-			out[code] = n
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("query stored clicks: %w", err)
-		}
+	codes := make([]string, len(links))
+	for i, l := range links {
+		codes[i] = l.Code
+	}
+	out, err := queryPairs[int64](ctx, db, `SELECT l.code, COALESCE(SUM(h.clicks), 0) FROM links l
+		LEFT JOIN click_hours h ON h.link_id = l.id WHERE l.code IN (%s) GROUP BY l.code`, codes)
+	if err != nil {
+		return nil, fmt.Errorf("query stored clicks: %w", err)
 	}
 	return out, nil
 }
