@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"shortener/stack"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // The ledger counts what was sent against what was stored. Dashboards
@@ -324,29 +326,23 @@ func queryPairs[V any](ctx context.Context, db *sql.DB, query string, keys []str
 // resolveAll resolves every code through base with a few workers and
 // returns how each answered.
 func resolveAll(ctx context.Context, c *http.Client, base string, codes []string, timeout time.Duration) map[string]Resolution {
-	const workers = 8
 	out := make(map[string]Resolution, len(codes))
 	var mu sync.Mutex
-	work := make(chan string)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for code := range work {
-				status, loc, _, err := get(ctx, c, base, code, timeout)
-				res := Resolution{Status: status, Location: loc}
-				if err != nil {
-					res.Err = err.Error()
-				}
-				mu.Lock()
-				out[code] = res
-				mu.Unlock()
+	var g errgroup.Group
+	g.SetLimit(8)
+	for _, code := range codes {
+		g.Go(func() error {
+			status, loc, _, err := get(ctx, c, base, code, timeout)
+			res := Resolution{Status: status, Location: loc}
+			if err != nil {
+				res.Err = err.Error()
 			}
+			mu.Lock()
+			defer mu.Unlock()
+			out[code] = res
+			return nil
 		})
 	}
-	for _, code := range codes {
-		work <- code
-	}
-	close(work)
-	wg.Wait()
+	g.Wait()
 	return out
 }

@@ -10,12 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	// The MySQL driver, for the read-only user the ledger checks with.
 	_ "github.com/go-sql-driver/mysql"
+	"golang.org/x/sync/errgroup"
 
 	"shortener/stack"
 )
@@ -161,22 +161,8 @@ func (r *Runner) Setup(ctx context.Context) error {
 	errs := make([]error, r.cfg.Links)
 	pace := time.NewTicker(time.Second / time.Duration(setupRate*len(apps)))
 	defer pace.Stop()
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for i := range work {
-				res := Result{Kind: Create, URL: fmt.Sprintf("https://chaos.example/%s/links/%d", r.cfg.RunID, i),
-					Key: fmt.Sprintf("%s-links-%d", r.cfg.RunID, i)}
-				create(ctx, r.client, apps[i%len(apps)].URL, r.cfg.Timeout, r.cfg.CreateAttempts, time.Now(), &res)
-				if res.Outcome != OK {
-					errs[i] = fmt.Errorf("create link %d: %s", i, res.Err)
-					continue
-				}
-				r.links[i] = Link{Code: res.Code, URL: res.URL}
-			}
-		})
-	}
+	var g errgroup.Group
+	g.SetLimit(8)
 	for i := range r.cfg.Links {
 		select {
 		case <-pace.C:
@@ -185,10 +171,19 @@ func (r *Runner) Setup(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
-		work <- i
+		g.Go(func() error {
+			res := Result{Kind: Create, URL: fmt.Sprintf("https://chaos.example/%s/links/%d", r.cfg.RunID, i),
+				Key: fmt.Sprintf("%s-links-%d", r.cfg.RunID, i)}
+			create(ctx, r.client, apps[i%len(apps)].URL, r.cfg.Timeout, r.cfg.CreateAttempts, time.Now(), &res)
+			if res.Outcome != OK {
+				errs[i] = fmt.Errorf("create link %d: %s", i, res.Err)
+				return nil
+			}
+			r.links[i] = Link{Code: res.Code, URL: res.URL}
+			return nil
+		})
 	}
-	close(work)
-	wg.Wait()
+	g.Wait()
 	if err := errors.Join(append(errs, ctx.Err())...); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
@@ -215,22 +210,22 @@ func (r *Runner) heal(ctx context.Context) error {
 func (r *Runner) prime(ctx context.Context) error {
 	var failed atomic.Int64
 	var firstErr atomic.Value
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(4 * len(r.t.Apps))
 	for _, a := range r.t.Apps {
-		for w := range 4 {
-			wg.Go(func() {
-				for i := w; i < len(r.links); i += 4 {
-					var res Result
-					lookup(ctx, r.client, a.URL, r.links[i].Code, r.links[i].URL, r.cfg.Timeout, &res)
-					if res.Outcome != OK {
-						failed.Add(1)
-						firstErr.CompareAndSwap(nil, res.Err)
-					}
+		for _, l := range r.links {
+			g.Go(func() error {
+				var res Result
+				lookup(ctx, r.client, a.URL, l.Code, l.URL, r.cfg.Timeout, &res)
+				if res.Outcome != OK {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, res.Err)
 				}
+				return nil
 			})
 		}
 	}
-	wg.Wait()
+	g.Wait()
 	if n := failed.Load(); n > 0 {
 		return fmt.Errorf("prime: %d lookups failed; first: %v", n, firstErr.Load())
 	}
