@@ -239,34 +239,38 @@ func control(ctx context.Context, dir, cmd string, names []string, stdout io.Wri
 		}
 	}
 	for _, p := range procs {
-		pid := p.Pid()
-		var err error
-		var did string
-		switch cmd {
-		case "kill":
-			err, did = p.Kill(), fmt.Sprintf("killed %s (pid %d)", p.Name, pid)
-		case "term":
-			err, did = p.Term(), fmt.Sprintf("terminated %s (pid %d)", p.Name, pid)
-		case "stop":
-			err, did = p.Stop(), fmt.Sprintf("froze %s (pid %d)", p.Name, pid)
-		case "cont":
-			err, did = p.Cont(), fmt.Sprintf("thawed %s (pid %d)", p.Name, pid)
-		case "restart":
-			err = p.Restart(ctx)
-			did = fmt.Sprintf("restarted %s (pid %d, %s)", p.Name, p.Pid(), p.Addr())
-		case "partition":
-			err, did = p.Partition(ctx), fmt.Sprintf("partitioned %s: packets to %s are dropped", p.Name, p.Addr())
-		case "heal":
-			err, did = p.Heal(ctx), fmt.Sprintf("healed %s", p.Name)
-		default:
-			return usageError{fmt.Sprintf("unknown command %q", cmd)}
-		}
+		did, err := controls[cmd](ctx, p)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, did)
 	}
 	return nil
+}
+
+// controls are the commands that act on named processes: each does its
+// deed to p and says what it did.
+var controls = map[string]func(ctx context.Context, p *stack.Proc) (string, error){
+	"kill": signalled("killed", (*stack.Proc).Kill),
+	"term": signalled("terminated", (*stack.Proc).Term),
+	"stop": signalled("froze", (*stack.Proc).Stop),
+	"cont": signalled("thawed", (*stack.Proc).Cont),
+	"restart": func(ctx context.Context, p *stack.Proc) (string, error) {
+		err := p.Restart(ctx)
+		return fmt.Sprintf("restarted %s (pid %d, %s)", p.Name, p.Pid(), p.Addr()), err
+	},
+	"partition": func(ctx context.Context, p *stack.Proc) (string, error) {
+		return fmt.Sprintf("partitioned %s: packets to %s are dropped", p.Name, p.Addr()), p.Partition(ctx)
+	},
+	"heal": func(ctx context.Context, p *stack.Proc) (string, error) { return "healed " + p.Name, p.Heal(ctx) },
+}
+
+// signalled is a control that signals p and names the pid it had.
+func signalled(did string, signal func(*stack.Proc) error) func(context.Context, *stack.Proc) (string, error) {
+	return func(_ context.Context, p *stack.Proc) (string, error) {
+		msg := fmt.Sprintf("%s %s (pid %d)", did, p.Name, p.Pid())
+		return msg, signal(p)
+	}
 }
 
 // checkBinary fails unless bin is an executable file, saying how to build it.
