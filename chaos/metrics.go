@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"sort"
 	"strings"
@@ -184,17 +185,15 @@ func (m Metrics) each(name string, f func(labels map[string]string, v float64)) 
 // keep returns the series a run reads, under the keys above.
 func (m Metrics) keep() map[string]float64 {
 	vals := map[string]float64{}
-	if _, ok := m["shortener_lookups_total"]; ok {
-		vals[keyLookups] = m.Sum("shortener_lookups_total")
-	}
-	if _, ok := m["shortener_mysql_queries_total"]; ok {
-		vals[keyMySQL] = m.Sum("shortener_mysql_queries_total")
-	}
-	if _, ok := m["shortener_redis_lookups_total"]; ok {
-		vals[keyHits] = m.Sum("shortener_redis_lookups_total", "result", "hit")
-	}
-	if _, ok := m["shortener_redis_fills_total"]; ok {
-		vals[keyFillsOK] = m.Sum("shortener_redis_fills_total", "result", "ok")
+	for key, sum := range map[string][]string{ // name, then label pairs
+		keyLookups: {"shortener_lookups_total"},
+		keyMySQL:   {"shortener_mysql_queries_total"},
+		keyHits:    {"shortener_redis_lookups_total", "result", "hit"},
+		keyFillsOK: {"shortener_redis_fills_total", "result", "ok"},
+	} {
+		if _, ok := m[sum[0]]; ok {
+			vals[key] = m.Sum(sum[0], sum[1:]...)
+		}
 	}
 	m.each("shortener_breaker_state", func(l map[string]string, v float64) { vals[keyState+l["breaker"]] = v })
 	m.each("shortener_breaker_transitions_total", func(l map[string]string, v float64) {
@@ -345,15 +344,9 @@ func breakerStates(samples []Sample, apps, breakers []string) []BreakerState {
 				}
 				st := "down"
 				if s.Up {
-					switch s.Values[keyState+b] {
-					case 0:
-						st = "closed"
-					case 1:
-						st = "open"
-					case 2:
-						st = "half-open"
-					default:
-						st = "unknown"
+					st = "unknown"
+					if v := s.Values[keyState+b]; v >= 0 && v < 3 && v == math.Trunc(v) {
+						st = []string{"closed", "open", "half-open"}[int(v)]
 					}
 				}
 				if st != last {
