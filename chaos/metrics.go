@@ -1,11 +1,13 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -263,11 +265,8 @@ func transitions(samples []Sample, apps []string) []Transition {
 			}
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].At != out[j].At {
-			return out[i].At < out[j].At
-		}
-		return out[i].App+out[i].Breaker < out[j].App+out[j].Breaker
+	slices.SortStableFunc(out, func(a, b Transition) int {
+		return cmp.Or(cmp.Compare(a.At, b.At), strings.Compare(a.App+a.Breaker, b.App+b.Breaker))
 	})
 	return out
 }

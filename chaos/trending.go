@@ -1,12 +1,14 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"shortener/trending"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -112,26 +114,18 @@ func askTrending(ctx context.Context, env *Env) trendingAnswer {
 // trendingEntry judges the answers against the truth.
 func trendingEntry(run *Run, links []Link, answers []trendingAnswer) Entry {
 	e := Entry{Account: "trending"}
-	served := make([]int64, len(links))
+	served := map[string]int64{} // by code
 	for _, r := range run.Results {
 		if r.Kind == Redirect && r.Link >= 0 && r.Link < len(links) && r.Status >= 300 && r.Status < 400 && !r.WrongLocation {
-			served[r.Link]++
+			served[links[r.Link].Code]++
 		}
 	}
-	idx := make([]int, len(links))
-	for i := range idx {
-		idx[i] = i
+	truth := make([]string, len(links))
+	for i, l := range links {
+		truth[i] = l.Code
 	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		if served[idx[a]] != served[idx[b]] {
-			return served[idx[a]] > served[idx[b]]
-		}
-		return links[idx[a]].Code < links[idx[b]].Code
-	})
-	var truth []string
-	for _, i := range idx[:min(10, len(idx))] {
-		truth = append(truth, links[i].Code)
-	}
+	slices.SortFunc(truth, func(a, b string) int { return cmp.Or(cmp.Compare(served[b], served[a]), strings.Compare(a, b)) })
+	truth = truth[:min(10, len(truth))]
 
 	fault := run.Fault()
 	// "After recovery": the second half of the recovery phase, when
