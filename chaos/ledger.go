@@ -332,8 +332,8 @@ func resolveAll(ctx context.Context, c *http.Client, base string, codes []string
 	g.SetLimit(8)
 	for _, code := range codes {
 		g.Go(func() error {
-			status, loc, _, err := get(ctx, c, base, code, timeout)
-			res := Resolution{Status: status, Location: loc}
+			a, err := send(ctx, c, base+"/"+code, "", nil, timeout)
+			res := Resolution{Status: a.status, Location: a.location}
 			if err != nil {
 				res.Err = err.Error()
 			}
