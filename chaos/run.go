@@ -16,6 +16,7 @@ import (
 	// The MySQL driver, for the read-only user the ledger checks with.
 	_ "github.com/go-sql-driver/mysql"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
 
 	"shortener/stack"
 )
@@ -159,16 +160,12 @@ func (r *Runner) Setup(ctx context.Context) error {
 	apps := r.t.Apps
 	r.links = make([]Link, r.cfg.Links)
 	errs := make([]error, r.cfg.Links)
-	pace := time.NewTicker(time.Second / time.Duration(setupRate*len(apps)))
-	defer pace.Stop()
+	pace := rate.NewLimiter(rate.Limit(setupRate*len(apps)), 1)
 	var g errgroup.Group
 	g.SetLimit(8)
+	var err error // the pace's: the run's context ended, or would first
 	for i := range r.cfg.Links {
-		select {
-		case <-pace.C:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
+		if err = pace.Wait(ctx); err != nil {
 			break
 		}
 		g.Go(func() error {
@@ -184,7 +181,7 @@ func (r *Runner) Setup(ctx context.Context) error {
 		})
 	}
 	g.Wait()
-	if err := errors.Join(append(errs, ctx.Err())...); err != nil {
+	if err := errors.Join(append(errs, err)...); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
 	return nil
