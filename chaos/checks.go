@@ -57,9 +57,8 @@ type Run struct {
 	Report *Report
 }
 
-// Steady and Fault are the run's steady and fault phases.
-func (r *Run) Steady() Window { return r.Phases[1] }
-func (r *Run) Fault() Window  { return r.Phases[2] }
+// Fault is the run's fault phase.
+func (r *Run) Fault() Window { return r.Phases[2] }
 
 // Mark returns the moment named name, if the scenario noted it.
 func (r *Run) Mark(name string) (time.Duration, bool) {

@@ -147,13 +147,13 @@ func ParseMetrics(r io.Reader) (Metrics, error) {
 	return Metrics(fams), nil
 }
 
-// Sum adds the values of every counter, gauge or untyped sample of name
-// whose labels include each pair of labels: Sum("x_total", "result", "hit").
+// Sum adds the values of every sample of name whose labels include each
+// pair of labels: Sum("x_total", "result", "hit").
 func (m Metrics) Sum(name string, labels ...string) float64 {
 	var sum float64
-	m.each(name, func(lbl map[string]string, v float64) {
+	m.each(name, func(lbl model.Metric, v float64) {
 		for i := 0; i+1 < len(labels); i += 2 {
-			if lbl[labels[i]] != labels[i+1] {
+			if string(lbl[model.LabelName(labels[i])]) != labels[i+1] {
 				return
 			}
 		}
@@ -163,23 +163,11 @@ func (m Metrics) Sum(name string, labels ...string) float64 {
 }
 
 // each calls f with the labels and value of every sample of name.
-func (m Metrics) each(name string, f func(labels map[string]string, v float64)) {
-	fam, ok := m[name]
-	if !ok {
-		return
-	}
-	for _, mt := range fam.GetMetric() {
-		lbl := make(map[string]string, len(mt.GetLabel()))
-		for _, lp := range mt.GetLabel() {
-			lbl[lp.GetName()] = lp.GetValue()
-		}
-		switch {
-		case mt.Counter != nil:
-			f(lbl, mt.GetCounter().GetValue())
-		case mt.Gauge != nil:
-			f(lbl, mt.GetGauge().GetValue())
-		case mt.Untyped != nil:
-			f(lbl, mt.GetUntyped().GetValue())
+func (m Metrics) each(name string, f func(labels model.Metric, v float64)) {
+	if fam, ok := m[name]; ok {
+		samples, _ := expfmt.ExtractSamples(&expfmt.DecodeOptions{}, fam)
+		for _, s := range samples {
+			f(s.Metric, float64(s.Value))
 		}
 	}
 }
@@ -197,11 +185,11 @@ func (m Metrics) keep() map[string]float64 {
 			vals[key] = m.Sum(sum[0], sum[1:]...)
 		}
 	}
-	m.each("shortener_breaker_state", func(l map[string]string, v float64) { vals[keyState+l["breaker"]] = v })
-	m.each("shortener_breaker_transitions_total", func(l map[string]string, v float64) {
-		vals[keyTrans+l["breaker"]+"/"+l["from"]+"/"+l["to"]] = v
+	m.each("shortener_breaker_state", func(l model.Metric, v float64) { vals[keyState+string(l["breaker"])] = v })
+	m.each("shortener_breaker_transitions_total", func(l model.Metric, v float64) {
+		vals[keyTrans+string(l["breaker"]+"/"+l["from"]+"/"+l["to"])] = v
 	})
-	m.each("shortener_sentinel_events_total", func(l map[string]string, v float64) {
+	m.each("shortener_sentinel_events_total", func(l model.Metric, v float64) {
 		if l["event"] == "switch_master" {
 			vals[keySwitched] = v
 		}
