@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -178,19 +179,11 @@ func pause(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// others returns procs without those named in not.
+// others returns procs, which it reuses, without those named in not.
 func others(procs []*stack.Proc, not ...*stack.Proc) []*stack.Proc {
-	var out []*stack.Proc
-	for _, q := range procs {
-		skip := false
-		for _, p := range not {
-			skip = skip || q.Name == p.Name
-		}
-		if !skip {
-			out = append(out, q)
-		}
-	}
-	return out
+	return slices.DeleteFunc(procs, func(q *stack.Proc) bool {
+		return slices.ContainsFunc(not, func(p *stack.Proc) bool { return p.Name == q.Name })
+	})
 }
 
 // waitFor polls cond every 20 ms until it holds, limit passes or ctx ends.
