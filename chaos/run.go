@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -269,12 +270,9 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 
 	var phase atomic.Value
 	phase.Store("warm-up")
-	liveDone := make(chan struct{})
 	liveStop := make(chan struct{})
-	go func() {
-		defer close(liveDone)
-		r.liveLines(sc.Name, load, &phase, liveStop)
-	}()
+	var live sync.WaitGroup
+	live.Go(func() { r.liveLines(sc.Name, load, &phase, liveStop) })
 
 	at := func() time.Duration { return time.Since(load.Start()) }
 	sleepUntil := func(d time.Duration) {
@@ -323,7 +321,7 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 	cancel()
 	samples := scraper.Stop()
 	close(liveStop)
-	<-liveDone
+	live.Wait()
 	if stopErr != nil {
 		faultErrs = append(faultErrs, stopErr)
 	}

@@ -45,15 +45,11 @@ type trendingAnswer struct {
 
 // Open starts asking for the ranking.
 func (Trending) Open(ctx context.Context, env *Env) (Settle, error) {
-	var (
-		mu      sync.Mutex
-		answers []trendingAnswer
-	)
+	var answers []trendingAnswer // the asker's until it has returned
+	var asker sync.WaitGroup
 	stop := make(chan struct{})
-	done := make(chan struct{})
 	start := time.Now()
-	go func() {
-		defer close(done)
+	asker.Go(func() {
 		t := time.NewTicker(trendingEvery)
 		defer t.Stop()
 		for {
@@ -66,16 +62,12 @@ func (Trending) Open(ctx context.Context, env *Env) (Settle, error) {
 			}
 			a := askTrending(ctx, env)
 			a.at = time.Since(start)
-			mu.Lock()
 			answers = append(answers, a)
-			mu.Unlock()
 		}
-	}()
+	})
 	return func(_ context.Context, run *Run) (Entry, error) {
 		close(stop)
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
+		asker.Wait()
 		return trendingEntry(run, env.Links, answers), nil
 	}, nil
 }
