@@ -284,37 +284,34 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 			}
 		}
 	}
-	var phases struct{ steady, fault, recovery, end time.Duration }
+	var bounds []time.Duration // where steady, fault, recovery and draining began
+	enter := func(name string) time.Duration {
+		bounds = append(bounds, at())
+		phase.Store(name)
+		return bounds[len(bounds)-1]
+	}
 	var faultErrs []error
 
 	sleepUntil(r.cfg.Warmup)
-	phases.steady = at()
-	phase.Store("steady")
-	sleepUntil(phases.steady + r.cfg.Steady)
-
-	phases.fault = at()
-	phase.Store("fault")
+	sleepUntil(enter("steady") + r.cfg.Steady)
+	fault := enter("fault")
 	// Injecting and healing get their own deadline: a step that hangs must
 	// not hold the run past its budget.
 	fctx, fcancel := context.WithTimeout(ctx, r.cfg.Fault+r.cfg.HealTimeout)
-	if err := sc.Inject(fctx, scene); err != nil {
-		faultErrs = append(faultErrs, fmt.Errorf("inject: %w", err))
-		scene.Note("", "inject failed: %v", err)
+	step := func(what string, do func(context.Context, *Scene) error) {
+		if err := do(fctx, scene); err != nil {
+			faultErrs = append(faultErrs, fmt.Errorf("%s: %w", what, err))
+			scene.Note("", "%s failed: %v", what, err)
+		}
 	}
-	sleepUntil(phases.fault + r.cfg.Fault)
+	step("inject", sc.Inject)
+	sleepUntil(fault + r.cfg.Fault)
 	phase.Store("heal")
-	if err := sc.Heal(fctx, scene); err != nil {
-		faultErrs = append(faultErrs, fmt.Errorf("heal: %w", err))
-		scene.Note("", "heal failed: %v", err)
-	}
+	step("heal", sc.Heal)
 	fcancel()
 	scene.watches.Wait() // they end with fctx, so their last notes are in before the report reads them
-
-	phases.recovery = at()
-	phase.Store("recovery")
-	sleepUntil(phases.recovery + r.cfg.Recovery)
-	phases.end = at()
-	phase.Store("draining")
+	sleepUntil(enter("recovery") + r.cfg.Recovery)
+	enter("draining")
 
 	stopCtx, cancel := context.WithTimeout(ctx, 2*time.Duration(r.cfg.CreateAttempts)*(r.cfg.Timeout+retryCap))
 	results, stopErr := load.Stop(stopCtx)
@@ -335,7 +332,7 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 	}
 	run := &Run{
 		Config: r.cfg, Scenario: sc, Results: results, Samples: samples, Apps: appNames(r.t.Apps),
-		Phases: []Window{{0, phases.steady}, {phases.steady, phases.fault}, {phases.fault, phases.recovery}, {phases.recovery, phases.end}},
+		Phases: []Window{{0, bounds[0]}, {bounds[0], bounds[1]}, {bounds[1], bounds[2]}, {bounds[2], bounds[3]}},
 		Marks:  scene.marks,
 	}
 	in := reportInput{run: run, began: began, events: scene.events, errs: faultErrs}
