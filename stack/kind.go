@@ -145,11 +145,10 @@ func Programs() []Program {
 // programs lists the installed programs kind k runs.
 func (k kind) programs() []Program {
 	var out []Program
-	if k.program != "" {
-		out = append(out, Program{k.program, debianPackages[k.program]})
-	}
-	for _, t := range k.tools {
-		out = append(out, Program{t, debianPackages[t]})
+	for _, name := range append([]string{k.program}, k.tools...) {
+		if name != "" { // the app's, which the caller builds
+			out = append(out, Program{name, debianPackages[name]})
+		}
 	}
 	return out
 }
