@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"net/http"
 	"slices"
@@ -208,15 +209,21 @@ type Transition struct {
 	Count   int           `json:"count"`
 }
 
-// appSamples returns the samples of app that scraped, in time order.
-func appSamples(samples []Sample, app string) []Sample {
-	var out []Sample
-	for _, s := range samples {
-		if s.App == app && s.Up {
-			out = append(out, s)
+// steps yields each scrape of app that answered, after the first, with the
+// one that answered before it, in time order.
+func steps(samples []Sample, app string) iter.Seq2[Sample, Sample] {
+	return func(yield func(prev, cur Sample) bool) {
+		var prev *Sample
+		for i, s := range samples {
+			if s.App != app || !s.Up {
+				continue
+			}
+			if prev != nil && !yield(*prev, s) {
+				return
+			}
+			prev = &samples[i]
 		}
 	}
-	return out
 }
 
 // delta is how much a counter grew from prev to cur. A counter that went
@@ -234,14 +241,13 @@ func delta(prev, cur float64) float64 {
 func transitions(samples []Sample, apps []string) []Transition {
 	var out []Transition
 	for _, app := range apps {
-		ss := appSamples(samples, app)
-		for i := 1; i < len(ss); i++ {
-			for k, v := range ss[i].Values {
+		for prev, cur := range steps(samples, app) {
+			for k, v := range cur.Values {
 				rest, ok := strings.CutPrefix(k, keyTrans)
 				if !ok {
 					continue
 				}
-				d := delta(ss[i-1].Values[k], v)
+				d := delta(prev.Values[k], v)
 				if d <= 0 {
 					continue
 				}
@@ -249,7 +255,7 @@ func transitions(samples []Sample, apps []string) []Transition {
 				if len(parts) != 3 {
 					continue
 				}
-				out = append(out, Transition{At: ss[i].At, App: app, Breaker: parts[0], From: parts[1], To: parts[2], Count: int(d)})
+				out = append(out, Transition{At: cur.At, App: app, Breaker: parts[0], From: parts[1], To: parts[2], Count: int(d)})
 			}
 		}
 	}
@@ -263,13 +269,9 @@ func transitions(samples []Sample, apps []string) []Transition {
 // which counter key had grown since the scrape before it, and whether
 // there was one. The answer is at most one scrape interval late.
 func movedAfter(samples []Sample, app, key string, ref time.Duration) (time.Duration, bool) {
-	ss := appSamples(samples, app)
-	for i := 1; i < len(ss); i++ {
-		if ss[i].At <= ref {
-			continue
-		}
-		if delta(ss[i-1].Values[key], ss[i].Values[key]) > 0 {
-			return ss[i].At, true
+	for prev, cur := range steps(samples, app) {
+		if cur.At > ref && delta(prev.Values[key], cur.Values[key]) > 0 {
+			return cur.At, true
 		}
 	}
 	return 0, false
@@ -278,18 +280,16 @@ func movedAfter(samples []Sample, app, key string, ref time.Duration) (time.Dura
 // longestStall returns the longest stretch within w over which counter
 // key did not grow on app: consecutive scrapes with equal values.
 func longestStall(samples []Sample, app, key string, w Window) time.Duration {
-	ss := appSamples(samples, app)
 	var longest, run time.Duration
-	for i := 1; i < len(ss); i++ {
-		if ss[i].At < w.From || ss[i-1].At > w.To {
-			continue
-		}
-		if delta(ss[i-1].Values[key], ss[i].Values[key]) > 0 {
+	for prev, cur := range steps(samples, app) {
+		switch {
+		case cur.At < w.From || prev.At > w.To:
+		case delta(prev.Values[key], cur.Values[key]) > 0:
 			run = 0
-			continue
+		default:
+			run += cur.At - prev.At
+			longest = max(longest, run)
 		}
-		run += ss[i].At - ss[i-1].At
-		longest = max(longest, run)
 	}
 	return longest
 }
@@ -297,13 +297,11 @@ func longestStall(samples []Sample, app, key string, w Window) time.Duration {
 // growth sums how much counter key grew on app over w, from the last
 // scrape at or before w.From to the last scrape at or before w.To.
 func growth(samples []Sample, app, key string, w Window) float64 {
-	ss := appSamples(samples, app)
 	var sum float64
-	for i := 1; i < len(ss); i++ {
-		if ss[i].At <= w.From || ss[i].At > w.To {
-			continue
+	for prev, cur := range steps(samples, app) {
+		if cur.At > w.From && cur.At <= w.To {
+			sum += delta(prev.Values[key], cur.Values[key])
 		}
-		sum += delta(ss[i-1].Values[key], ss[i].Values[key])
 	}
 	return sum
 }
