@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -189,13 +190,7 @@ func status(ctx context.Context, dir string, stdout io.Writer) error {
 	tw.Flush()
 	mctx, cancel := context.WithTimeout(ctx, masterTimeout)
 	defer cancel()
-	sentinels := 0
-	for _, p := range s.Sentinels() {
-		if p.Running() {
-			sentinels++
-		}
-	}
-	if sentinels == 0 {
+	if !slices.ContainsFunc(s.Sentinels(), (*stack.Proc).Running) {
 		fmt.Fprintln(stdout, "master: unknown (no sentinel is running)")
 	} else if m, err := s.Master(mctx); err != nil {
 		fmt.Fprintf(stdout, "master: unknown (%v)\n", err)
