@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"net/http"
@@ -125,8 +126,7 @@ func BackOnRedis(key string, within time.Duration) Measure {
 		rep.RedisBackAt = dur(ref)
 		what := map[string]string{viaFills: "fills on every app moved again (writes reach the master)", viaHits: "Redis hits on every app moved again"}[key]
 		rep.RecoveryWhat = "from Redis being available again until " + what
-		var worst time.Duration
-		all := true
+		var recovered []*time.Duration
 		for _, app := range r.Apps {
 			// An app that was restarted after Redis came back is timed
 			// from its first answer through the target: until nginx
@@ -149,15 +149,9 @@ func BackOnRedis(key string, within time.Duration) Measure {
 				b.Fills = dur(t - ref)
 			}
 			rep.BackOnRedis = append(rep.BackOnRedis, b)
-			if d := map[string]*time.Duration{viaFills: b.Fills, viaHits: b.Reads}[key]; d != nil {
-				worst = max(worst, *d)
-			} else {
-				all = false
-			}
+			recovered = append(recovered, map[string]*time.Duration{viaFills: b.Fills, viaHits: b.Reads}[key])
 		}
-		if all && len(r.Apps) > 0 {
-			rep.Recovery = dur(worst)
-		}
+		rep.Recovery = cmp.Or(slowest(recovered), rep.Recovery)
 		if within == 0 {
 			return nil
 		}
@@ -287,25 +281,27 @@ func SecondFailover(r *Run) []Check {
 func AppServes(r *Run) []Check {
 	rep := r.Report
 	rep.RecoveryWhat = "from the app being back (ready, or thawed) to its first answer through nginx (slowest app)"
-	var worst time.Duration
-	restarted, all := 0, true
+	var recovered []*time.Duration
 	for _, app := range r.Apps {
-		ready, ok := r.Mark(markAppReady + app)
-		if !ok {
-			continue
+		if ready, ok := r.Mark(markAppReady + app); ok {
+			var d *time.Duration
+			if first, ok := firstServed(r.Results, app, ready); ok {
+				d = dur(first - ready)
+			}
+			recovered = append(recovered, d)
 		}
-		restarted++
-		first, ok := firstServed(r.Results, app, ready)
-		if !ok {
-			all = false
-			continue
-		}
-		worst = max(worst, first-ready)
 	}
-	if restarted > 0 && all {
-		rep.Recovery = dur(worst)
-	}
+	rep.Recovery = cmp.Or(slowest(recovered), rep.Recovery) // a measure before may have seen one
 	return nil
+}
+
+// slowest returns the longest of ds, or nil when there is none or one is
+// nil: a recovery not seen on every app was not seen.
+func slowest(ds []*time.Duration) *time.Duration {
+	if len(ds) == 0 || slices.Contains(ds, nil) {
+		return nil
+	}
+	return slices.MaxFunc(ds, func(a, b *time.Duration) int { return cmp.Compare(*a, *b) })
 }
 
 // firstServed is when app first answered a request through the target
