@@ -331,22 +331,19 @@ func (p *Proc) term() error {
 // close is Close's part for one process: term it if it runs, and remove its
 // pid file even if stale.
 func (p *Proc) close() error {
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	err := p.term()
-	switch {
-	case errors.Is(err, ErrNotRunning):
-		err = nil
-	case err == nil:
-		p.s.log.Info("stopped", "proc", p.Name)
-	}
-	if p.Pid() == 0 {
-		os.Remove(p.pidFile())
-	}
-	if err != nil {
-		return fmt.Errorf("stop %s: %w", p.Name, err)
-	}
-	return nil
+	return p.control("stop", "", func() error {
+		err := p.term()
+		if err == nil {
+			p.s.log.Info("stopped", "proc", p.Name)
+		}
+		if p.Pid() == 0 {
+			os.Remove(p.pidFile())
+		}
+		if errors.Is(err, ErrNotRunning) {
+			return nil
+		}
+		return err
+	})
 }
 
 // waitGone returns once pid has exited: reaped, if it is our child (so the
