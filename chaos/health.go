@@ -91,17 +91,12 @@ func healthy(ctx context.Context, s *stack.Stack, t Target, c *http.Client) erro
 	if err := s.Replicated(ctx, m); err != nil {
 		return err
 	}
-	var urls []string
 	for _, a := range t.Apps {
-		urls = append(urls, a.URL+"/readyz")
-	}
-	urls = append(urls, t.BaseURL+"/healthz")
-	for _, u := range urls {
-		if err := want200(ctx, c, u); err != nil {
+		if err := want200(ctx, c, a.URL+"/readyz"); err != nil {
 			return err
 		}
 	}
-	return nil
+	return want200(ctx, c, t.BaseURL+"/healthz")
 }
 
 // want200 GETs url and wants 200.
