@@ -135,19 +135,17 @@ var debianPackages = map[string]string{
 // their tools, and iptables for Partition. The shortener binary is not
 // among them; the caller builds it.
 func Programs() []Program {
-	var out []Program
-	for _, k := range kinds() {
-		out = append(out, k.programs()...)
-	}
-	return append(out, Program{iptablesProgram, debianPackages[iptablesProgram]})
+	return append(programs(kinds()...), Program{iptablesProgram, debianPackages[iptablesProgram]})
 }
 
-// programs lists the installed programs kind k runs.
-func (k kind) programs() []Program {
+// programs lists the installed programs the kinds run.
+func programs(ks ...kind) []Program {
 	var out []Program
-	for _, name := range append([]string{k.program}, k.tools...) {
-		if name != "" { // the app's, which the caller builds
-			out = append(out, Program{name, debianPackages[name]})
+	for _, k := range ks {
+		for _, name := range append([]string{k.program}, k.tools...) {
+			if name != "" { // the app's, which the caller builds
+				out = append(out, Program{name, debianPackages[name]})
+			}
 		}
 	}
 	return out

@@ -290,11 +290,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if len(cfg.Apps) > 0 {
 		need = append(need, nginxKind())
 	}
-	var progs []Program
-	for _, k := range need {
-		progs = append(progs, k.programs()...)
-	}
-	if err := missingError(missing(progs)); err != nil {
+	if err := missingError(missing(programs(need...))); err != nil {
 		return nil, err
 	}
 	ctx, cancel := withDefaultTimeout(ctx, defaultStartTimeout)
