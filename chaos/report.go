@@ -134,8 +134,8 @@ type reportInput struct {
 	ledgerErr error
 }
 
-// phaseNames name the phases of a run, in order; reportInput.phases
-// holds their windows in the same order.
+// phaseNames name the phases of a run, in order; Run.Phases holds their
+// windows in the same order.
 func phaseNames() []string { return []string{"warm-up", "steady", "fault", "recovery"} }
 
 func isKind(k Kind) func(Result) bool { return func(r Result) bool { return r.Kind == k } }

@@ -303,13 +303,10 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	// An earlier stack's servers would hold the data and maybe the ports;
 	// look at the pid files before picking ports or touching any file.
-	if old, err := readState(cfg.Dir); err == nil {
-		prev, err := newStack(cfg.Dir, old, cfg.Log, false)
-		if err == nil {
-			for _, p := range prev.procs {
-				if pid := p.Pid(); pid != 0 {
-					return nil, fmt.Errorf("start stack: %s (pid %d): %w; attach to it or stop it first", p.Name, pid, ErrRunning)
-				}
+	if prev, err := Attach(cfg.Dir); err == nil {
+		for _, p := range prev.procs {
+			if pid := p.Pid(); pid != 0 {
+				return nil, fmt.Errorf("start stack: %s (pid %d): %w; attach to it or stop it first", p.Name, pid, ErrRunning)
 			}
 		}
 	}
