@@ -1,10 +1,12 @@
 package chaos
 
 import (
+	"cmp"
 	"fmt"
 	"html"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -33,17 +35,8 @@ const (
 
 // breakerFill is the colour of a breaker state.
 func breakerFill(state string) string {
-	switch state {
-	case "closed":
-		return "#b2f2bb"
-	case "open":
-		return "#ff8787"
-	case "half-open":
-		return "#ffd43b"
-	case "down":
-		return "#ced4da"
-	}
-	return "#e9ecef"
+	fills := map[string]string{"closed": "#b2f2bb", "open": "#ff8787", "half-open": "#ffd43b", "down": "#ced4da"}
+	return cmp.Or(fills[state], "#e9ecef")
 }
 
 // WriteChart draws r as an SVG: throughput, latency (log scale), errors
@@ -70,13 +63,12 @@ func (r *Report) WriteChart(w io.Writer) error {
 		title  string
 		top, h float64
 	}
-	top := 40.0
-	panels := []panel{{"answers per second", top, 150}}
-	panels = append(panels, panel{"latency (log scale)", panels[0].top + 150 + panelGap, 170})
-	panels = append(panels, panel{"failed and unknown per second", panels[1].top + 170 + panelGap, 90})
-	bh := float64(2*len(appOrder)) * breakerRow
-	panels = append(panels, panel{"breakers (from /metrics)", panels[2].top + 90 + panelGap, bh})
-	height := panels[3].top + bh + 58
+	panels := []panel{{"answers per second", 40, 150}, {"latency (log scale)", 0, 170},
+		{"failed and unknown per second", 0, 90}, {"breakers (from /metrics)", 0, float64(2*len(appOrder)) * breakerRow}}
+	for i := 1; i < len(panels); i++ {
+		panels[i].top = panels[i-1].top + panels[i-1].h + panelGap
+	}
+	height := panels[3].top + panels[3].h + 58
 
 	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%.0f" viewBox="0 0 %d %.0f" font-family="sans-serif" font-size="11">`+"\n",
 		chartW, height, chartW, height)
@@ -139,7 +131,7 @@ func (r *Report) WriteChart(w io.Writer) error {
 	lat := func(f func(Second) time.Duration) func(Second) float64 {
 		return func(s Second) float64 { return yL(float64(f(s)) / 1e6) }
 	}
-	answered := secondsWith(r.Seconds, func(s Second) bool { return s.Max > 0 })
+	answered := slices.DeleteFunc(slices.Clone(r.Seconds), func(s Second) bool { return s.Max == 0 })
 	p("%s\n", polyline(answered, xs, lat(func(s Second) time.Duration { return s.Max }), colMax, "1,2"))
 	p("%s\n", polyline(answered, xs, lat(func(s Second) time.Duration { return s.P99 }), colP99, ""))
 	p("%s\n", polyline(answered, xs, lat(func(s Second) time.Duration { return s.P50 }), colP50, ""))
@@ -214,7 +206,7 @@ func (r *Report) WriteChart(w io.Writer) error {
 
 	// Time axis.
 	axisY := last.top + last.h
-	step := niceStep(secs / 10)
+	step := math.Max(niceCeil(secs/10), 1)
 	for t := 0.0; t <= secs+1e-9; t += step {
 		p(`<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#868e96"/>`+"\n", xs(t), xs(t), axisY, axisY+4)
 		p(`<text x="%.1f" y="%.1f" text-anchor="middle">%.0f s</text>`+"\n", xs(t), axisY+16, t)
@@ -240,16 +232,6 @@ func polyline(secs []Second, xs func(float64) float64, y func(Second) float64, c
 		d = fmt.Sprintf(` stroke-dasharray="%s"`, dash)
 	}
 	return fmt.Sprintf(`<polyline fill="none" stroke="%s" stroke-width="1.5"%s points="%s"/>`, colour, d, strings.Join(pts, " "))
-}
-
-func secondsWith(secs []Second, keep func(Second) bool) []Second {
-	var out []Second
-	for _, s := range secs {
-		if keep(s) {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // legend draws coloured labels right-aligned above a panel.
@@ -296,8 +278,5 @@ func tickCount(peak float64) int {
 	}
 	return 4
 }
-
-// niceStep is niceCeil for axis steps, at least 1.
-func niceStep(v float64) float64 { return math.Max(niceCeil(v), 1) }
 
 func esc(s string) string { return html.EscapeString(s) }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -96,56 +95,30 @@ func (Clicks) Open(ctx context.Context, env *Env) (Settle, error) {
 func waitShipped(ctx context.Context, db *sql.DB, t time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, clicksDrain)
 	defer cancel()
-	var last error
-	for {
+	err := poll(ctx, 250*time.Millisecond, func() error {
 		var asOf sql.NullTime
 		err := db.QueryRowContext(ctx, "SELECT MIN(caught_up_at) FROM click_journals WHERE updated_at > NOW(3) - INTERVAL 600 SECOND").Scan(&asOf)
-		switch {
-		case err != nil:
-			last = err
-		case !asOf.Valid || !asOf.Time.Before(t):
-			return nil
-		default:
-			last = fmt.Errorf("journals shipped up to %s, want %s", asOf.Time.Format(time.RFC3339Nano), t.UTC().Format(time.RFC3339Nano))
+		if err == nil && asOf.Valid && asOf.Time.Before(t) {
+			err = fmt.Errorf("journals shipped up to %s, want %s", asOf.Time.Format(time.RFC3339Nano), t.UTC().Format(time.RFC3339Nano))
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("journals not shipped within %s: %w", clicksDrain, last)
-		case <-time.After(250 * time.Millisecond): // polling MySQL, not synchronisation
-		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("journals not shipped within %s: %w", clicksDrain, err)
 	}
+	return nil
 }
 
 // storedClicks returns the clicks MySQL holds for each link, by code.
 func storedClicks(ctx context.Context, db *sql.DB, links []Link) (map[string]int64, error) {
-	out := make(map[string]int64, len(links))
-	for start := 0; start < len(links); start += 500 {
-		part := links[start:min(start+500, len(links))]
-		args := make([]any, len(part))
-		for i, l := range part {
-			args[i] = l.Code
-		}
-		rows, err := db.QueryContext(ctx, `SELECT l.code, COALESCE(SUM(h.clicks), 0) FROM links l
-			LEFT JOIN click_hours h ON h.link_id = l.id WHERE l.code IN (?`+strings.Repeat(",?", len(part)-1)+`) GROUP BY l.code`, args...)
-		if err != nil {
-			return nil, fmt.Errorf("query stored clicks: %w", err)
-		}
-		for rows.Next() {
-			var (
-				code string
-				n    int64
-			)
-			if err := rows.Scan(&code, &n); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("scan stored clicks: %w", err)
-			}
-			out[code] = n
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("query stored clicks: %w", err)
-		}
+	codes := make([]string, len(links))
+	for i, l := range links {
+		codes[i] = l.Code
+	}
+	out, err := queryPairs[int64](ctx, db, `SELECT l.code, COALESCE(SUM(h.clicks), 0) FROM links l
+		LEFT JOIN click_hours h ON h.link_id = l.id WHERE l.code IN (%s) GROUP BY l.code`, codes)
+	if err != nil {
+		return nil, fmt.Errorf("query stored clicks: %w", err)
 	}
 	return out, nil
 }

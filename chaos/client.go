@@ -53,42 +53,78 @@ func classify(err error) Outcome {
 	return Failed
 }
 
-// get makes one GET of base/code and returns the status, Location and
-// X-Served-By.
-func get(ctx context.Context, c *http.Client, base, code string, timeout time.Duration) (status int, loc, servedBy string, err error) {
+// answer is what the load reads of an HTTP answer.
+type answer struct {
+	status             int
+	location, servedBy string
+	// retryAfter is the Retry-After header's; replayed the app's
+	// Idempotent-Replayed: the answer is that of an earlier POST.
+	retryAfter time.Duration
+	replayed   bool
+	created    created // a 201's body
+}
+
+// send makes one request, a GET of url or, with a body, a create's POST
+// under Idempotency-Key key, and reads the answer. The body is read so
+// that the connection is reused; an error while reading it is the
+// request's error.
+func send(ctx context.Context, c *http.Client, url, key string, body []byte, timeout time.Duration) (answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/"+code, nil)
+	method := http.MethodGet
+	if body != nil {
+		method = http.MethodPost
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
-		return 0, "", "", err
+		return answer{}, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return 0, "", "", err
+		return answer{}, err
 	}
 	defer resp.Body.Close()
-	// The body is drained so the connection is reused; an error while
-	// reading it is the request's error.
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return resp.StatusCode, "", resp.Header.Get("X-Served-By"), fmt.Errorf("read body: %w", err)
+	h := resp.Header
+	a := answer{status: resp.StatusCode, location: h.Get("Location"), servedBy: h.Get("X-Served-By"),
+		replayed: h.Get("Idempotent-Replayed") == "true"}
+	if s, err := strconv.Atoi(h.Get("Retry-After")); err == nil && s > 0 {
+		a.retryAfter = time.Duration(s) * time.Second
 	}
-	return resp.StatusCode, resp.Header.Get("Location"), resp.Header.Get("X-Served-By"), nil
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err != nil {
+		return a, fmt.Errorf("read body: %w", err)
+	}
+	if a.status == http.StatusCreated {
+		if err := json.Unmarshal(b, &a.created); err != nil {
+			return a, fmt.Errorf("decode 201: %w", err)
+		}
+	}
+	return a, nil
 }
 
-// redirect resolves code through base and wants 302 to url.
-func redirect(ctx context.Context, c *http.Client, base, code, url string, timeout time.Duration, r *Result) {
-	status, loc, servedBy, err := get(ctx, c, base, code, timeout)
-	r.Status, r.ServedBy = status, servedBy
+// lookup resolves code through base and wants 302 to url or, for a code
+// never issued (url ""), 404.
+func lookup(ctx context.Context, c *http.Client, base, code, url string, timeout time.Duration, r *Result) {
+	a, err := send(ctx, c, base+"/"+code, "", nil, timeout)
+	r.Status, r.ServedBy = a.status, a.servedBy
+	what, want := "GET", http.StatusFound
+	if url == "" {
+		what, want = "GET unknown code", http.StatusNotFound
+	}
 	switch {
 	case err != nil:
-		r.Outcome, r.Err = classify(err), fmt.Sprintf("GET: %v", err)
-	case status == http.StatusFound && loc == url:
+		r.Outcome, r.Err = classify(err), fmt.Sprintf("%s: %v", what, err)
+	case a.status == want && (url == "" || a.location == url):
 		r.Outcome = OK
-	case status >= 300 && status < 400:
+	case url != "" && a.status >= 300 && a.status < 400:
 		r.Outcome, r.WrongLocation = Failed, true
-		r.Err = fmt.Sprintf("GET: %d with Location %q, want %q", status, loc, url)
+		r.Err = fmt.Sprintf("GET: %d with Location %q, want %q", a.status, a.location, url)
 	default:
-		r.Outcome, r.Err = Failed, fmt.Sprintf("GET: %d%s, want 302", status, source(status, servedBy))
+		r.Outcome, r.Err = Failed, fmt.Sprintf("%s: %d%s, want %d", what, a.status, source(a.status, a.servedBy), want)
 	}
 }
 
@@ -103,20 +139,6 @@ func source(status int, servedBy string) string {
 		return " from nginx (no X-Served-By)"
 	default:
 		return " from " + servedBy
-	}
-}
-
-// miss resolves a code that was never issued and wants 404.
-func miss(ctx context.Context, c *http.Client, base, code string, timeout time.Duration, r *Result) {
-	status, _, servedBy, err := get(ctx, c, base, code, timeout)
-	r.Status, r.ServedBy = status, servedBy
-	switch {
-	case err != nil:
-		r.Outcome, r.Err = classify(err), fmt.Sprintf("GET unknown code: %v", err)
-	case status == http.StatusNotFound:
-		r.Outcome = OK
-	default:
-		r.Outcome, r.Err = Failed, fmt.Sprintf("GET unknown code: %d%s, want 404", status, source(status, servedBy))
 	}
 }
 
@@ -141,16 +163,17 @@ func create(ctx context.Context, c *http.Client, base string, timeout time.Durat
 	body, _ := json.Marshal(map[string]string{"url": r.URL})
 	for attempt := 1; ; attempt++ {
 		r.Attempts = attempt
-		status, got, servedBy, retryAfter, replayed, err := post(ctx, c, base, r.Key, body, timeout)
+		a, err := send(ctx, c, base+"/api/v1/links", r.Key, body, timeout)
+		status, got := a.status, a.created
 		if attempt == 1 {
 			r.FirstAnswer, r.FirstStatus = time.Since(due), status
 		}
-		r.Status, r.ServedBy = status, servedBy
+		r.Status, r.ServedBy = status, a.servedBy
 		switch {
 		case err != nil:
 			r.Outcome, r.Err = classify(err), fmt.Sprintf("POST: %v", err)
 		case status == http.StatusCreated && got.Code != "" && got.URL == r.URL:
-			r.Outcome, r.Code, r.Err, r.Replayed = OK, got.Code, "", replayed
+			r.Outcome, r.Code, r.Err, r.Replayed = OK, got.Code, "", a.replayed
 			return
 		case status == http.StatusCreated:
 			// Stored, by the app's word, but not the link asked for: the
@@ -159,14 +182,14 @@ func create(ctx context.Context, c *http.Client, base string, timeout time.Durat
 			r.Err = fmt.Sprintf("POST: 201 with code %q URL %q, want URL %q", got.Code, got.URL, r.URL)
 			return
 		default:
-			r.Outcome, r.Err = Failed, fmt.Sprintf("POST: %d%s", status, source(status, servedBy))
+			r.Outcome, r.Err = Failed, fmt.Sprintf("POST: %d%s", status, source(status, a.servedBy))
 		}
 		if attempt >= attempts || (err == nil && !retryable(status)) {
 			return
 		}
 		wait := min(retryBase<<(attempt-1), retryCap)
-		if retryAfter > wait {
-			wait = min(retryAfter, retryCap)
+		if a.retryAfter > wait {
+			wait = min(a.retryAfter, retryCap)
 		}
 		// Pacing between retries of one request, not synchronisation.
 		select {
@@ -175,37 +198,4 @@ func create(ctx context.Context, c *http.Client, base string, timeout time.Durat
 			return
 		}
 	}
-}
-
-// post makes one POST of a create. replayed reports the app's
-// Idempotent-Replayed header: the answer is that of an earlier POST.
-func post(ctx context.Context, c *http.Client, base, key string, body []byte, timeout time.Duration) (status int, got created, servedBy string, retryAfter time.Duration, replayed bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/links", bytes.NewReader(body))
-	if err != nil {
-		return 0, got, "", 0, false, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", key)
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, got, "", 0, false, err
-	}
-	defer resp.Body.Close()
-	servedBy = resp.Header.Get("X-Served-By")
-	replayed = resp.Header.Get("Idempotent-Replayed") == "true"
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-		retryAfter = time.Duration(s) * time.Second
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err != nil {
-		return resp.StatusCode, got, servedBy, retryAfter, replayed, fmt.Errorf("read body: %w", err)
-	}
-	if resp.StatusCode == http.StatusCreated {
-		if err := json.Unmarshal(b, &got); err != nil {
-			return resp.StatusCode, got, servedBy, retryAfter, replayed, fmt.Errorf("decode 201: %w", err)
-		}
-	}
-	return resp.StatusCode, got, servedBy, retryAfter, replayed, nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -23,10 +22,8 @@ const healthPoll = 200 * time.Millisecond
 func Heal(ctx context.Context, s *stack.Stack) error {
 	var errs []error
 	for _, p := range healOrder(s) {
-		if os.Geteuid() == 0 {
-			if err := p.Heal(ctx); err != nil {
-				errs = append(errs, err)
-			}
+		if err := p.Heal(ctx); err != nil {
+			errs = append(errs, err)
 		}
 		if p.Frozen() {
 			if err := p.Cont(); err != nil {
@@ -64,19 +61,10 @@ func healOrder(s *stack.Stack) []*stack.Proc {
 // and nginx answering (the target's apps and base URL). It returns the
 // last reason it was not, if ctx ends first.
 func WaitHealthy(ctx context.Context, s *stack.Stack, t Target, c *http.Client) error {
-	tick := time.NewTicker(healthPoll)
-	defer tick.Stop()
-	for {
-		err := healthy(ctx, s, t, c)
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wait healthy: %w (last: %v)", ctx.Err(), err)
-		case <-tick.C:
-		}
+	if err := poll(ctx, healthPoll, func() error { return healthy(ctx, s, t, c) }); err != nil {
+		return fmt.Errorf("wait healthy: %w", err)
 	}
+	return nil
 }
 
 // healthy returns nil when the stack is whole, else the first thing wrong.
@@ -90,48 +78,25 @@ func healthy(ctx context.Context, s *stack.Stack, t Target, c *http.Client) erro
 		case p.Frozen():
 			return fmt.Errorf("%s is frozen", p.Name)
 		}
-		if os.Geteuid() == 0 {
-			if on, err := p.Partitioned(ctx); err != nil {
-				return err
-			} else if on {
-				return fmt.Errorf("%s is partitioned", p.Name)
-			}
+		if on, err := p.Partitioned(ctx); err != nil {
+			return err
+		} else if on {
+			return fmt.Errorf("%s is partitioned", p.Name)
 		}
 	}
 	m, err := s.Master(ctx)
 	if err != nil {
 		return err
 	}
-	r, err := m.Replication(ctx)
-	if err != nil {
+	if err := s.Replicated(ctx, m); err != nil {
 		return err
 	}
-	if r.Role != "master" || r.ConnectedReplicas < len(s.Redis())-1 {
-		return fmt.Errorf("master %s: role %s, %d replicas connected", m.Name, r.Role, r.ConnectedReplicas)
-	}
-	for _, p := range s.Redis() {
-		if p.Name == m.Name {
-			continue
-		}
-		r, err := p.Replication(ctx)
-		if err != nil {
-			return err
-		}
-		if r.Role != "slave" || r.MasterPort != m.Port || !r.LinkUp {
-			return fmt.Errorf("%s: role %s, master port %d (want %d), link up %v", p.Name, r.Role, r.MasterPort, m.Port, r.LinkUp)
-		}
-	}
-	var urls []string
 	for _, a := range t.Apps {
-		urls = append(urls, a.URL+"/readyz")
-	}
-	urls = append(urls, t.BaseURL+"/healthz")
-	for _, u := range urls {
-		if err := want200(ctx, c, u); err != nil {
+		if err := want200(ctx, c, a.URL+"/readyz"); err != nil {
 			return err
 		}
 	}
-	return nil
+	return want200(ctx, c, t.BaseURL+"/healthz")
 }
 
 // want200 GETs url and wants 200.

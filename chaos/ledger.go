@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"shortener/stack"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // The ledger counts what was sent against what was stored. Dashboards
@@ -121,21 +124,15 @@ func (Creates) Open(_ context.Context, env *Env) (Settle, error) {
 		if err != nil {
 			return Entry{}, err
 		}
-		var sent []string
+		var sent, codes []string
 		for _, r := range run.Results {
 			if r.Kind == Create && r.Outcome == OK {
-				sent = append(sent, r.Key)
+				sent, codes = append(sent, r.Key), append(codes, r.Code)
 			}
 		}
 		keys, err := storedKeys(ctx, env.DB, sent)
 		if err != nil {
 			return Entry{}, err
-		}
-		var codes []string
-		for _, r := range run.Results {
-			if r.Kind == Create && r.Outcome == OK {
-				codes = append(codes, r.Code)
-			}
 		}
 		resolved := resolveAll(ctx, env.Client, env.Target.BaseURL, codes, env.Config.Timeout)
 		return checkCreates(run.Results, stored, keys, resolved), nil
@@ -283,39 +280,44 @@ func storedLinks(ctx context.Context, db *sql.DB, prefix string) ([]StoredLink, 
 }
 
 // storedKeys returns, for each of keys that the idempotency table holds,
-// the code it records.
+// the code it records. The table keeps each key as sent, beside its scope
+// (who sent it); the load's keys are unique, so the key alone finds its
+// row.
 func storedKeys(ctx context.Context, db *sql.DB, keys []string) (map[string]string, error) {
-	out := map[string]string{}
-	const batch = 500
+	out, err := queryPairs[string](ctx, db, "SELECT idem_key, code FROM idempotency_keys WHERE idem_key IN (%s)", keys)
+	if err != nil {
+		return nil, fmt.Errorf("query idempotency keys: %w", err)
+	}
+	return out, nil
+}
+
+// queryPairs runs query, whose "IN (%s)" it fills with placeholders, for
+// up to 500 of keys at a time, and returns its rows' two columns, a key
+// and a value, as a map.
+func queryPairs[V any](ctx context.Context, db *sql.DB, query string, keys []string) (map[string]V, error) {
+	out := make(map[string]V, len(keys))
 	for len(keys) > 0 {
-		n := min(batch, len(keys))
-		byStored := make(map[string]string, n)
+		n := min(500, len(keys))
 		args := make([]any, n)
 		for i, k := range keys[:n] {
-			// The table keeps each key as sent, beside its scope (who
-			// sent it); the load's keys are unique, so the key alone
-			// finds its row.
-			byStored[k] = k
 			args[i] = k
 		}
 		keys = keys[n:]
-		q := "SELECT idem_key, code FROM idempotency_keys WHERE idem_key IN (?" + strings.Repeat(",?", n-1) + ")"
-		rows, err := db.QueryContext(ctx, q, args...)
+		rows, err := db.QueryContext(ctx, fmt.Sprintf(query, "?"+strings.Repeat(",?", n-1)), args...)
 		if err != nil {
-			return nil, fmt.Errorf("query idempotency keys: %w", err)
+			return nil, err
 		}
 		for rows.Next() {
-			var k, c string
-			if err := rows.Scan(&k, &c); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("scan idempotency key: %w", err)
+			var k string
+			var v V
+			if err = rows.Scan(&k, &v); err != nil {
+				break
 			}
-			out[byStored[k]] = c
+			out[k] = v
 		}
-		err = rows.Err()
 		rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("query idempotency keys: %w", err)
+		if err = cmp.Or(err, rows.Err()); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -324,29 +326,23 @@ func storedKeys(ctx context.Context, db *sql.DB, keys []string) (map[string]stri
 // resolveAll resolves every code through base with a few workers and
 // returns how each answered.
 func resolveAll(ctx context.Context, c *http.Client, base string, codes []string, timeout time.Duration) map[string]Resolution {
-	const workers = 8
 	out := make(map[string]Resolution, len(codes))
 	var mu sync.Mutex
-	work := make(chan string)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for code := range work {
-				status, loc, _, err := get(ctx, c, base, code, timeout)
-				res := Resolution{Status: status, Location: loc}
-				if err != nil {
-					res.Err = err.Error()
-				}
-				mu.Lock()
-				out[code] = res
-				mu.Unlock()
+	var g errgroup.Group
+	g.SetLimit(8)
+	for _, code := range codes {
+		g.Go(func() error {
+			a, err := send(ctx, c, base+"/"+code, "", nil, timeout)
+			res := Resolution{Status: a.status, Location: a.location}
+			if err != nil {
+				res.Err = err.Error()
 			}
+			mu.Lock()
+			defer mu.Unlock()
+			out[code] = res
+			return nil
 		})
 	}
-	for _, code := range codes {
-		work <- code
-	}
-	close(work)
-	wg.Wait()
+	g.Wait()
 	return out
 }

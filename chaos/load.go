@@ -30,13 +30,8 @@ const (
 )
 
 func (k Kind) String() string {
-	switch k {
-	case Redirect:
-		return "redirect"
-	case Create:
-		return "create"
-	case Miss:
-		return "miss"
+	if names := []string{"redirect", "create", "miss"}; int(k) < len(names) {
+		return names[k]
 	}
 	return fmt.Sprintf("kind(%d)", k)
 }
@@ -58,13 +53,8 @@ const (
 )
 
 func (o Outcome) String() string {
-	switch o {
-	case OK:
-		return "ok"
-	case Failed:
-		return "failed"
-	case Unknown:
-		return "unknown"
+	if names := []string{"ok", "failed", "unknown"}; int(o) < len(names) {
+		return names[o]
 	}
 	return fmt.Sprintf("outcome(%d)", o)
 }
@@ -105,10 +95,9 @@ type Link struct {
 	URL  string `json:"url"`
 }
 
-// LoadConfig says what load to send.
-type LoadConfig struct {
-	// BaseURL is nginx's address, "http://127.0.0.1:8080".
-	BaseURL string
+// Traffic is the shape of a load: its rate, its mix of requests and the
+// patience of its client. Config and LoadConfig share it.
+type Traffic struct {
 	// Rate is the constant arrival rate, requests per second, of all kinds.
 	Rate float64
 	// CreateShare and MissShare are the shares of requests that are
@@ -117,8 +106,6 @@ type LoadConfig struct {
 	// Zipf is the exponent s (> 1) of the link popularity: link i is
 	// requested in proportion to 1/(1+i)^s.
 	Zipf float64
-	// Links are the pre-created links redirects go to, most popular first.
-	Links []Link
 	// Timeout bounds each HTTP request; one that takes longer is Unknown.
 	Timeout time.Duration
 	// MaxInFlight bounds the requests waiting for an answer; a request due
@@ -126,6 +113,15 @@ type LoadConfig struct {
 	MaxInFlight int
 	// CreateAttempts bounds the POSTs of one create, first one included.
 	CreateAttempts int
+}
+
+// LoadConfig says what load to send.
+type LoadConfig struct {
+	Traffic
+	// BaseURL is nginx's address, "http://127.0.0.1:8080".
+	BaseURL string
+	// Links are the pre-created links redirects go to, most popular first.
+	Links []Link
 	// Prefix makes created URLs and Idempotency-Keys unique to this load
 	// (run ID and scenario), so the ledger can find them in MySQL.
 	Prefix string
@@ -263,10 +259,9 @@ func (l *Load) send(r *Result) {
 	switch r.Kind {
 	case Redirect:
 		link := l.cfg.Links[r.Link]
-		redirect(l.ctx, l.client, l.cfg.BaseURL, link.Code, link.URL, l.cfg.Timeout, r)
+		lookup(l.ctx, l.client, l.cfg.BaseURL, link.Code, link.URL, l.cfg.Timeout, r)
 	case Miss:
-		missCode := fmt.Sprintf("chaos-miss-%s-%d", l.cfg.Prefix, r.Seq)
-		miss(l.ctx, l.client, l.cfg.BaseURL, missCode, l.cfg.Timeout, r)
+		lookup(l.ctx, l.client, l.cfg.BaseURL, fmt.Sprintf("chaos-miss-%s-%d", l.cfg.Prefix, r.Seq), "", l.cfg.Timeout, r)
 	case Create:
 		create(l.ctx, l.client, l.cfg.BaseURL, l.cfg.Timeout, l.cfg.CreateAttempts, due, r)
 	}

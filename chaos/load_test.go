@@ -18,8 +18,8 @@ var testLinks = []Link{{"a", "https://x/a"}, {"b", "https://x/b"}, {"c", "https:
 
 func testLoad(base string) LoadConfig {
 	return LoadConfig{
-		BaseURL: base, Rate: 200, Zipf: 1.1, Links: testLinks,
-		Timeout: 2 * time.Second, MaxInFlight: 50, CreateAttempts: 3, Prefix: "test", Seed: 1,
+		BaseURL: base, Traffic: Traffic{Rate: 200, Zipf: 1.1, Timeout: 2 * time.Second, MaxInFlight: 50, CreateAttempts: 3},
+		Links: testLinks, Prefix: "test", Seed: 1,
 	}
 }
 
@@ -180,7 +180,7 @@ func TestOutcomes(t *testing.T) {
 	}))
 	defer slow.Close()
 	var res Result
-	redirect(context.Background(), NewClient(1), slow.URL, "a", "https://x/a", 50*time.Millisecond, &res)
+	lookup(context.Background(), NewClient(1), slow.URL, "a", "https://x/a", 50*time.Millisecond, &res)
 	if res.Outcome != Unknown {
 		t.Errorf("timed-out redirect: outcome %v (%s), want unknown", res.Outcome, res.Err)
 	}
@@ -192,7 +192,7 @@ func TestOutcomes(t *testing.T) {
 	closed := "http://" + ln.Addr().String()
 	ln.Close()
 	res = Result{}
-	redirect(context.Background(), NewClient(1), closed, "a", "https://x/a", time.Second, &res)
+	lookup(context.Background(), NewClient(1), closed, "a", "https://x/a", time.Second, &res)
 	if res.Outcome != Failed {
 		t.Errorf("refused redirect: outcome %v (%s), want failed", res.Outcome, res.Err)
 	}
@@ -203,13 +203,13 @@ func TestOutcomes(t *testing.T) {
 	}))
 	defer wrong.Close()
 	res = Result{}
-	redirect(context.Background(), NewClient(1), wrong.URL, "a", "https://x/a", time.Second, &res)
+	lookup(context.Background(), NewClient(1), wrong.URL, "a", "https://x/a", time.Second, &res)
 	if res.Outcome != Failed || !res.WrongLocation {
 		t.Errorf("wrong Location: outcome %v wrong %v, want failed and marked", res.Outcome, res.WrongLocation)
 	}
 
 	res = Result{}
-	miss(context.Background(), NewClient(1), wrong.URL, "zz", time.Second, &res)
+	lookup(context.Background(), NewClient(1), wrong.URL, "zz", "", time.Second, &res)
 	if res.Outcome != Failed || res.Status != 302 {
 		t.Errorf("miss answered 302: outcome %v status %d, want failed", res.Outcome, res.Status)
 	}

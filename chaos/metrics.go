@@ -1,10 +1,14 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"iter"
+	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -144,13 +148,13 @@ func ParseMetrics(r io.Reader) (Metrics, error) {
 	return Metrics(fams), nil
 }
 
-// Sum adds the values of every counter, gauge or untyped sample of name
-// whose labels include each pair of labels: Sum("x_total", "result", "hit").
+// Sum adds the values of every sample of name whose labels include each
+// pair of labels: Sum("x_total", "result", "hit").
 func (m Metrics) Sum(name string, labels ...string) float64 {
 	var sum float64
-	m.each(name, func(lbl map[string]string, v float64) {
+	m.each(name, func(lbl model.Metric, v float64) {
 		for i := 0; i+1 < len(labels); i += 2 {
-			if lbl[labels[i]] != labels[i+1] {
+			if string(lbl[model.LabelName(labels[i])]) != labels[i+1] {
 				return
 			}
 		}
@@ -160,23 +164,11 @@ func (m Metrics) Sum(name string, labels ...string) float64 {
 }
 
 // each calls f with the labels and value of every sample of name.
-func (m Metrics) each(name string, f func(labels map[string]string, v float64)) {
-	fam, ok := m[name]
-	if !ok {
-		return
-	}
-	for _, mt := range fam.GetMetric() {
-		lbl := make(map[string]string, len(mt.GetLabel()))
-		for _, lp := range mt.GetLabel() {
-			lbl[lp.GetName()] = lp.GetValue()
-		}
-		switch {
-		case mt.Counter != nil:
-			f(lbl, mt.GetCounter().GetValue())
-		case mt.Gauge != nil:
-			f(lbl, mt.GetGauge().GetValue())
-		case mt.Untyped != nil:
-			f(lbl, mt.GetUntyped().GetValue())
+func (m Metrics) each(name string, f func(labels model.Metric, v float64)) {
+	if fam, ok := m[name]; ok {
+		samples, _ := expfmt.ExtractSamples(&expfmt.DecodeOptions{}, fam)
+		for _, s := range samples {
+			f(s.Metric, float64(s.Value))
 		}
 	}
 }
@@ -184,23 +176,21 @@ func (m Metrics) each(name string, f func(labels map[string]string, v float64)) 
 // keep returns the series a run reads, under the keys above.
 func (m Metrics) keep() map[string]float64 {
 	vals := map[string]float64{}
-	if _, ok := m["shortener_lookups_total"]; ok {
-		vals[keyLookups] = m.Sum("shortener_lookups_total")
+	for key, sum := range map[string][]string{ // name, then label pairs
+		keyLookups: {"shortener_lookups_total"},
+		keyMySQL:   {"shortener_mysql_queries_total"},
+		keyHits:    {"shortener_redis_lookups_total", "result", "hit"},
+		keyFillsOK: {"shortener_redis_fills_total", "result", "ok"},
+	} {
+		if _, ok := m[sum[0]]; ok {
+			vals[key] = m.Sum(sum[0], sum[1:]...)
+		}
 	}
-	if _, ok := m["shortener_mysql_queries_total"]; ok {
-		vals[keyMySQL] = m.Sum("shortener_mysql_queries_total")
-	}
-	if _, ok := m["shortener_redis_lookups_total"]; ok {
-		vals[keyHits] = m.Sum("shortener_redis_lookups_total", "result", "hit")
-	}
-	if _, ok := m["shortener_redis_fills_total"]; ok {
-		vals[keyFillsOK] = m.Sum("shortener_redis_fills_total", "result", "ok")
-	}
-	m.each("shortener_breaker_state", func(l map[string]string, v float64) { vals[keyState+l["breaker"]] = v })
-	m.each("shortener_breaker_transitions_total", func(l map[string]string, v float64) {
-		vals[keyTrans+l["breaker"]+"/"+l["from"]+"/"+l["to"]] = v
+	m.each("shortener_breaker_state", func(l model.Metric, v float64) { vals[keyState+string(l["breaker"])] = v })
+	m.each("shortener_breaker_transitions_total", func(l model.Metric, v float64) {
+		vals[keyTrans+string(l["breaker"]+"/"+l["from"]+"/"+l["to"])] = v
 	})
-	m.each("shortener_sentinel_events_total", func(l map[string]string, v float64) {
+	m.each("shortener_sentinel_events_total", func(l model.Metric, v float64) {
 		if l["event"] == "switch_master" {
 			vals[keySwitched] = v
 		}
@@ -219,15 +209,21 @@ type Transition struct {
 	Count   int           `json:"count"`
 }
 
-// appSamples returns the samples of app that scraped, in time order.
-func appSamples(samples []Sample, app string) []Sample {
-	var out []Sample
-	for _, s := range samples {
-		if s.App == app && s.Up {
-			out = append(out, s)
+// steps yields each scrape of app that answered, after the first, with the
+// one that answered before it, in time order.
+func steps(samples []Sample, app string) iter.Seq2[Sample, Sample] {
+	return func(yield func(prev, cur Sample) bool) {
+		var prev *Sample
+		for i, s := range samples {
+			if s.App != app || !s.Up {
+				continue
+			}
+			if prev != nil && !yield(*prev, s) {
+				return
+			}
+			prev = &samples[i]
 		}
 	}
-	return out
 }
 
 // delta is how much a counter grew from prev to cur. A counter that went
@@ -245,14 +241,13 @@ func delta(prev, cur float64) float64 {
 func transitions(samples []Sample, apps []string) []Transition {
 	var out []Transition
 	for _, app := range apps {
-		ss := appSamples(samples, app)
-		for i := 1; i < len(ss); i++ {
-			for k, v := range ss[i].Values {
+		for prev, cur := range steps(samples, app) {
+			for k, v := range cur.Values {
 				rest, ok := strings.CutPrefix(k, keyTrans)
 				if !ok {
 					continue
 				}
-				d := delta(ss[i-1].Values[k], v)
+				d := delta(prev.Values[k], v)
 				if d <= 0 {
 					continue
 				}
@@ -260,15 +255,12 @@ func transitions(samples []Sample, apps []string) []Transition {
 				if len(parts) != 3 {
 					continue
 				}
-				out = append(out, Transition{At: ss[i].At, App: app, Breaker: parts[0], From: parts[1], To: parts[2], Count: int(d)})
+				out = append(out, Transition{At: cur.At, App: app, Breaker: parts[0], From: parts[1], To: parts[2], Count: int(d)})
 			}
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].At != out[j].At {
-			return out[i].At < out[j].At
-		}
-		return out[i].App+out[i].Breaker < out[j].App+out[j].Breaker
+	slices.SortStableFunc(out, func(a, b Transition) int {
+		return cmp.Or(cmp.Compare(a.At, b.At), strings.Compare(a.App+a.Breaker, b.App+b.Breaker))
 	})
 	return out
 }
@@ -277,13 +269,9 @@ func transitions(samples []Sample, apps []string) []Transition {
 // which counter key had grown since the scrape before it, and whether
 // there was one. The answer is at most one scrape interval late.
 func movedAfter(samples []Sample, app, key string, ref time.Duration) (time.Duration, bool) {
-	ss := appSamples(samples, app)
-	for i := 1; i < len(ss); i++ {
-		if ss[i].At <= ref {
-			continue
-		}
-		if delta(ss[i-1].Values[key], ss[i].Values[key]) > 0 {
-			return ss[i].At, true
+	for prev, cur := range steps(samples, app) {
+		if cur.At > ref && delta(prev.Values[key], cur.Values[key]) > 0 {
+			return cur.At, true
 		}
 	}
 	return 0, false
@@ -292,18 +280,16 @@ func movedAfter(samples []Sample, app, key string, ref time.Duration) (time.Dura
 // longestStall returns the longest stretch within w over which counter
 // key did not grow on app: consecutive scrapes with equal values.
 func longestStall(samples []Sample, app, key string, w Window) time.Duration {
-	ss := appSamples(samples, app)
 	var longest, run time.Duration
-	for i := 1; i < len(ss); i++ {
-		if ss[i].At < w.From || ss[i-1].At > w.To {
-			continue
-		}
-		if delta(ss[i-1].Values[key], ss[i].Values[key]) > 0 {
+	for prev, cur := range steps(samples, app) {
+		switch {
+		case cur.At < w.From || prev.At > w.To:
+		case delta(prev.Values[key], cur.Values[key]) > 0:
 			run = 0
-			continue
+		default:
+			run += cur.At - prev.At
+			longest = max(longest, run)
 		}
-		run += ss[i].At - ss[i-1].At
-		longest = max(longest, run)
 	}
 	return longest
 }
@@ -311,13 +297,11 @@ func longestStall(samples []Sample, app, key string, w Window) time.Duration {
 // growth sums how much counter key grew on app over w, from the last
 // scrape at or before w.From to the last scrape at or before w.To.
 func growth(samples []Sample, app, key string, w Window) float64 {
-	ss := appSamples(samples, app)
 	var sum float64
-	for i := 1; i < len(ss); i++ {
-		if ss[i].At <= w.From || ss[i].At > w.To {
-			continue
+	for prev, cur := range steps(samples, app) {
+		if cur.At > w.From && cur.At <= w.To {
+			sum += delta(prev.Values[key], cur.Values[key])
 		}
-		sum += delta(ss[i-1].Values[key], ss[i].Values[key])
 	}
 	return sum
 }
@@ -345,15 +329,9 @@ func breakerStates(samples []Sample, apps, breakers []string) []BreakerState {
 				}
 				st := "down"
 				if s.Up {
-					switch s.Values[keyState+b] {
-					case 0:
-						st = "closed"
-					case 1:
-						st = "open"
-					case 2:
-						st = "half-open"
-					default:
-						st = "unknown"
+					st = "unknown"
+					if v := s.Values[keyState+b]; v >= 0 && v < 3 && v == math.Trunc(v) {
+						st = []string{"closed", "open", "half-open"}[int(v)]
 					}
 				}
 				if st != last {

@@ -1,7 +1,9 @@
 package chaos
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -132,8 +134,8 @@ type reportInput struct {
 	ledgerErr error
 }
 
-// phaseNames name the phases of a run, in order; reportInput.phases
-// holds their windows in the same order.
+// phaseNames name the phases of a run, in order; Run.Phases holds their
+// windows in the same order.
 func phaseNames() []string { return []string{"warm-up", "steady", "fault", "recovery"} }
 
 func isKind(k Kind) func(Result) bool { return func(r Result) bool { return r.Kind == k } }
@@ -288,11 +290,8 @@ func errorCounts(results []Result, phases []Window) []ErrorCount {
 	for k, c := range n {
 		out = append(out, ErrorCount{Kind: k.kind, Phase: k.phase, Message: k.msg, Count: c})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Count != out[j].Count {
-			return out[i].Count > out[j].Count
-		}
-		return out[i].Kind+out[i].Phase+out[i].Message < out[j].Kind+out[j].Phase+out[j].Message
+	slices.SortFunc(out, func(a, b ErrorCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Kind+a.Phase+a.Message, b.Kind+b.Phase+b.Message))
 	})
 	return out
 }

@@ -16,24 +16,18 @@ import (
 
 	// The MySQL driver, for the read-only user the ledger checks with.
 	_ "github.com/go-sql-driver/mysql"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
 
 	"shortener/stack"
 )
 
 // Config is a chaos run's settings; cmd/chaos fills it from flags.
 type Config struct {
-	// Load: arrival rate (requests/s), shares of creates and misses, the
-	// Zipf exponent of link popularity and the number of links.
-	Rate        float64
-	CreateShare float64
-	MissShare   float64
-	Zipf        float64
-	Links       int
-	// Timeout bounds each HTTP request; MaxInFlight bounds the requests
-	// waiting at once; CreateAttempts bounds the POSTs of one create.
-	Timeout        time.Duration
-	MaxInFlight    int
-	CreateAttempts int
+	// Traffic is the load's rate, mix and client bounds.
+	Traffic
+	// Links is how many links Setup creates for the redirects.
+	Links int
 	// Phases: warm-up, steady, fault (at least: a fault that takes longer
 	// to inject extends it) and recovery.
 	Warmup, Steady, Fault, Recovery time.Duration
@@ -56,25 +50,27 @@ type Config struct {
 // otherwise: about 70 s a scenario, the matrix in about 11 minutes.
 func DefaultConfig() Config {
 	return Config{
-		Rate:           1000,
-		CreateShare:    0.05,
-		MissShare:      0.01,
-		Zipf:           1.1,
-		Links:          1000,
-		Timeout:        2 * time.Second,
-		MaxInFlight:    1000,
-		CreateAttempts: 4,
-		Warmup:         5 * time.Second,
-		Steady:         10 * time.Second,
-		Fault:          20 * time.Second,
-		Recovery:       15 * time.Second,
-		RedisTimeout:   50 * time.Millisecond,
-		L1TTL:          5 * time.Second,
-		MySQLTimeout:   time.Second,
-		ScrapeEvery:    200 * time.Millisecond,
-		HealTimeout:    2 * time.Minute,
-		RunID:          time.Now().UTC().Format("20060102T150405"),
-		EnforceTiming:  true,
+		Traffic: Traffic{
+			Rate:           1000,
+			CreateShare:    0.05,
+			MissShare:      0.01,
+			Zipf:           1.1,
+			Timeout:        2 * time.Second,
+			MaxInFlight:    1000,
+			CreateAttempts: 4,
+		},
+		Links:         1000,
+		Warmup:        5 * time.Second,
+		Steady:        10 * time.Second,
+		Fault:         20 * time.Second,
+		Recovery:      15 * time.Second,
+		RedisTimeout:  50 * time.Millisecond,
+		L1TTL:         5 * time.Second,
+		MySQLTimeout:  time.Second,
+		ScrapeEvery:   200 * time.Millisecond,
+		HealTimeout:   2 * time.Minute,
+		RunID:         time.Now().UTC().Format("20060102T150405"),
+		EnforceTiming: true,
 	}
 }
 
@@ -165,37 +161,28 @@ func (r *Runner) Setup(ctx context.Context) error {
 	apps := r.t.Apps
 	r.links = make([]Link, r.cfg.Links)
 	errs := make([]error, r.cfg.Links)
-	pace := time.NewTicker(time.Second / time.Duration(setupRate*len(apps)))
-	defer pace.Stop()
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Go(func() {
-			for i := range work {
-				res := Result{Kind: Create, URL: fmt.Sprintf("https://chaos.example/%s/links/%d", r.cfg.RunID, i),
-					Key: fmt.Sprintf("%s-links-%d", r.cfg.RunID, i)}
-				create(ctx, r.client, apps[i%len(apps)].URL, r.cfg.Timeout, r.cfg.CreateAttempts, time.Now(), &res)
-				if res.Outcome != OK {
-					errs[i] = fmt.Errorf("create link %d: %s", i, res.Err)
-					continue
-				}
-				r.links[i] = Link{Code: res.Code, URL: res.URL}
-			}
-		})
-	}
+	pace := rate.NewLimiter(rate.Limit(setupRate*len(apps)), 1)
+	var g errgroup.Group
+	g.SetLimit(8)
+	var err error // the pace's: the run's context ended, or would first
 	for i := range r.cfg.Links {
-		select {
-		case <-pace.C:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
+		if err = pace.Wait(ctx); err != nil {
 			break
 		}
-		work <- i
+		g.Go(func() error {
+			res := Result{Kind: Create, URL: fmt.Sprintf("https://chaos.example/%s/links/%d", r.cfg.RunID, i),
+				Key: fmt.Sprintf("%s-links-%d", r.cfg.RunID, i)}
+			create(ctx, r.client, apps[i%len(apps)].URL, r.cfg.Timeout, r.cfg.CreateAttempts, time.Now(), &res)
+			if res.Outcome != OK {
+				errs[i] = fmt.Errorf("create link %d: %s", i, res.Err)
+				return nil
+			}
+			r.links[i] = Link{Code: res.Code, URL: res.URL}
+			return nil
+		})
 	}
-	close(work)
-	wg.Wait()
-	if err := errors.Join(append(errs, ctx.Err())...); err != nil {
+	g.Wait()
+	if err := errors.Join(append(errs, err)...); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
 	return nil
@@ -221,22 +208,22 @@ func (r *Runner) heal(ctx context.Context) error {
 func (r *Runner) prime(ctx context.Context) error {
 	var failed atomic.Int64
 	var firstErr atomic.Value
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(4 * len(r.t.Apps))
 	for _, a := range r.t.Apps {
-		for w := range 4 {
-			wg.Go(func() {
-				for i := w; i < len(r.links); i += 4 {
-					var res Result
-					redirect(ctx, r.client, a.URL, r.links[i].Code, r.links[i].URL, r.cfg.Timeout, &res)
-					if res.Outcome != OK {
-						failed.Add(1)
-						firstErr.CompareAndSwap(nil, res.Err)
-					}
+		for _, l := range r.links {
+			g.Go(func() error {
+				var res Result
+				lookup(ctx, r.client, a.URL, l.Code, l.URL, r.cfg.Timeout, &res)
+				if res.Outcome != OK {
+					failed.Add(1)
+					firstErr.CompareAndSwap(nil, res.Err)
 				}
+				return nil
 			})
 		}
 	}
-	wg.Wait()
+	g.Wait()
 	if n := failed.Load(); n > 0 {
 		return fmt.Errorf("prime: %d lookups failed; first: %v", n, firstErr.Load())
 	}
@@ -273,19 +260,8 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 		settles[i] = settle
 	}
 	began := time.Now()
-	load, err := StartLoad(ctx, LoadConfig{
-		BaseURL:        r.t.BaseURL,
-		Rate:           r.cfg.Rate,
-		CreateShare:    r.cfg.CreateShare,
-		MissShare:      r.cfg.MissShare,
-		Zipf:           r.cfg.Zipf,
-		Links:          r.links,
-		Timeout:        r.cfg.Timeout,
-		MaxInFlight:    r.cfg.MaxInFlight,
-		CreateAttempts: r.cfg.CreateAttempts,
-		Prefix:         prefix,
-		Seed:           uint64(began.UnixNano()),
-	}, r.client)
+	load, err := StartLoad(ctx, LoadConfig{Traffic: r.cfg.Traffic, BaseURL: r.t.BaseURL, Links: r.links,
+		Prefix: prefix, Seed: uint64(began.UnixNano())}, r.client)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", sc.Name, err)
 	}
@@ -294,12 +270,9 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 
 	var phase atomic.Value
 	phase.Store("warm-up")
-	liveDone := make(chan struct{})
 	liveStop := make(chan struct{})
-	go func() {
-		defer close(liveDone)
-		r.liveLines(sc.Name, load, &phase, liveStop)
-	}()
+	var live sync.WaitGroup
+	live.Go(func() { r.liveLines(sc.Name, load, &phase, liveStop) })
 
 	at := func() time.Duration { return time.Since(load.Start()) }
 	sleepUntil := func(d time.Duration) {
@@ -311,44 +284,41 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 			}
 		}
 	}
-	var phases struct{ steady, fault, recovery, end time.Duration }
+	var bounds []time.Duration // where steady, fault, recovery and draining began
+	enter := func(name string) time.Duration {
+		bounds = append(bounds, at())
+		phase.Store(name)
+		return bounds[len(bounds)-1]
+	}
 	var faultErrs []error
 
 	sleepUntil(r.cfg.Warmup)
-	phases.steady = at()
-	phase.Store("steady")
-	sleepUntil(phases.steady + r.cfg.Steady)
-
-	phases.fault = at()
-	phase.Store("fault")
+	sleepUntil(enter("steady") + r.cfg.Steady)
+	fault := enter("fault")
 	// Injecting and healing get their own deadline: a step that hangs must
 	// not hold the run past its budget.
 	fctx, fcancel := context.WithTimeout(ctx, r.cfg.Fault+r.cfg.HealTimeout)
-	if err := sc.Inject(fctx, scene); err != nil {
-		faultErrs = append(faultErrs, fmt.Errorf("inject: %w", err))
-		scene.Note("", "inject failed: %v", err)
+	step := func(what string, do func(context.Context, *Scene) error) {
+		if err := do(fctx, scene); err != nil {
+			faultErrs = append(faultErrs, fmt.Errorf("%s: %w", what, err))
+			scene.Note("", "%s failed: %v", what, err)
+		}
 	}
-	sleepUntil(phases.fault + r.cfg.Fault)
+	step("inject", sc.Inject)
+	sleepUntil(fault + r.cfg.Fault)
 	phase.Store("heal")
-	if err := sc.Heal(fctx, scene); err != nil {
-		faultErrs = append(faultErrs, fmt.Errorf("heal: %w", err))
-		scene.Note("", "heal failed: %v", err)
-	}
+	step("heal", sc.Heal)
 	fcancel()
 	scene.watches.Wait() // they end with fctx, so their last notes are in before the report reads them
-
-	phases.recovery = at()
-	phase.Store("recovery")
-	sleepUntil(phases.recovery + r.cfg.Recovery)
-	phases.end = at()
-	phase.Store("draining")
+	sleepUntil(enter("recovery") + r.cfg.Recovery)
+	enter("draining")
 
 	stopCtx, cancel := context.WithTimeout(ctx, 2*time.Duration(r.cfg.CreateAttempts)*(r.cfg.Timeout+retryCap))
 	results, stopErr := load.Stop(stopCtx)
 	cancel()
 	samples := scraper.Stop()
 	close(liveStop)
-	<-liveDone
+	live.Wait()
 	if stopErr != nil {
 		faultErrs = append(faultErrs, stopErr)
 	}
@@ -362,7 +332,7 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 	}
 	run := &Run{
 		Config: r.cfg, Scenario: sc, Results: results, Samples: samples, Apps: appNames(r.t.Apps),
-		Phases: []Window{{0, phases.steady}, {phases.steady, phases.fault}, {phases.fault, phases.recovery}, {phases.recovery, phases.end}},
+		Phases: []Window{{0, bounds[0]}, {bounds[0], bounds[1]}, {bounds[1], bounds[2]}, {bounds[2], bounds[3]}},
 		Marks:  scene.marks,
 	}
 	in := reportInput{run: run, began: began, events: scene.events, errs: faultErrs}

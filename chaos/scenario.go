@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -178,35 +179,41 @@ func pause(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// others returns procs without those named in not.
+// others returns procs, which it reuses, without those named in not.
 func others(procs []*stack.Proc, not ...*stack.Proc) []*stack.Proc {
-	var out []*stack.Proc
-	for _, q := range procs {
-		skip := false
-		for _, p := range not {
-			skip = skip || q.Name == p.Name
-		}
-		if !skip {
-			out = append(out, q)
-		}
-	}
-	return out
+	return slices.DeleteFunc(procs, func(q *stack.Proc) bool {
+		return slices.ContainsFunc(not, func(p *stack.Proc) bool { return p.Name == q.Name })
+	})
 }
 
 // waitFor polls cond every 20 ms until it holds, limit passes or ctx ends.
 func waitFor(ctx context.Context, limit time.Duration, cond func() bool) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	t := time.NewTicker(20 * time.Millisecond)
+	return poll(ctx, 20*time.Millisecond, func() error {
+		if !cond() {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+}
+
+// poll calls check every interval until it returns nil or ctx ends; the
+// error then carries check's last, which says what was awaited.
+func poll(ctx context.Context, every time.Duration, check func() error) error {
+	t := time.NewTicker(every)
 	defer t.Stop()
-	for !cond() {
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
 		case <-t.C:
 		}
 	}
-	return nil
 }
 
 // ScenarioNamed returns the scenario called name.

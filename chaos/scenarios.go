@@ -181,12 +181,7 @@ func Scenarios() []Scenario {
 				return a.Kill()
 			},
 			Heal: func(ctx context.Context, s *Scene) error {
-				a := s.Stack.Apps()[0]
-				if err := a.Restart(ctx); err != nil {
-					return err
-				}
-				s.Note(markAppReady+a.Name, "restarted %s; it answers /readyz", a.Name)
-				return nil
+				return s.restartApp(ctx, s.Stack.Apps()[0])
 			},
 			Checks: []Measure{AppServes},
 			Waive:  []string{"creates"},
@@ -225,10 +220,9 @@ func Scenarios() []Scenario {
 						return err
 					}
 					s.Note("", "%s drained and exited", a.Name)
-					if err := a.Restart(ctx); err != nil {
+					if err := s.restartApp(ctx, a); err != nil {
 						return err
 					}
-					s.Note(markAppReady+a.Name, "restarted %s; it answers /readyz", a.Name)
 					ready := time.Now()
 					if err := waitFor(ctx, 30*time.Second, func() bool { return s.Load.LastServed(a.Name).After(ready) }); err != nil {
 						return fmt.Errorf("%s never served through nginx after its restart: %w", a.Name, err)
@@ -329,10 +323,15 @@ func masterAndApp(ctx context.Context, s *Scene) error {
 	if _, err := s.promotion(ctx); err != nil {
 		return err
 	}
-	if err := app.Restart(ctx); err != nil {
+	return s.restartApp(ctx, app)
+}
+
+// restartApp restarts the app a and notes when it is ready again.
+func (s *Scene) restartApp(ctx context.Context, a *stack.Proc) error {
+	if err := a.Restart(ctx); err != nil {
 		return err
 	}
-	s.Note(markAppReady+app.Name, "restarted %s; it answers /readyz", app.Name)
+	s.Note(markAppReady+a.Name, "restarted %s; it answers /readyz", a.Name)
 	return nil
 }
 

@@ -118,14 +118,11 @@ func phaseStats(results []Result, w Window, keep func(Result) bool) PhaseStats {
 // Second is one second of a run, by intended send time: what was due,
 // what came of it, and its latencies. The chart is drawn from these.
 type Second struct {
-	T         int           `json:"t"`
-	Sent      int           `json:"sent"`
-	Succeeded int           `json:"succeeded"`
-	Failed    int           `json:"failed"`
-	Unknown   int           `json:"unknown"`
-	P50       time.Duration `json:"p50_ns"`
-	P99       time.Duration `json:"p99_ns"`
-	Max       time.Duration `json:"max_ns"`
+	T int `json:"t"`
+	Counts
+	P50 time.Duration `json:"p50_ns"`
+	P99 time.Duration `json:"p99_ns"`
+	Max time.Duration `json:"max_ns"`
 }
 
 // perSecond buckets results by the second of their intended send time,
@@ -143,12 +140,7 @@ func perSecond(results []Result, end time.Duration) []Second {
 		if i < 0 || i >= n {
 			continue
 		}
-		var c Counts
-		c.add(r)
-		secs[i].Sent++
-		secs[i].Succeeded += c.Succeeded
-		secs[i].Failed += c.Failed
-		secs[i].Unknown += c.Unknown
+		secs[i].add(r)
 		if !r.Dropped {
 			lats[i] = append(lats[i], r.Latency)
 		}

@@ -112,9 +112,9 @@ func TestPerSecondBucketsByIntendedTime(t *testing.T) {
 		t.Fatalf("got %d seconds, want 3 (whole seconds only): %+v", len(got), got)
 	}
 	want := []Second{
-		{T: 0, Sent: 2, Succeeded: 2, P50: msd(1), P99: msd(2500), Max: msd(2500)},
-		{T: 1, Sent: 1, Failed: 1, P50: msd(3), P99: msd(3), Max: msd(3)},
-		{T: 2, Sent: 1, Unknown: 1},
+		{T: 0, Counts: Counts{Sent: 2, Succeeded: 2}, P50: msd(1), P99: msd(2500), Max: msd(2500)},
+		{T: 1, Counts: Counts{Sent: 1, Failed: 1}, P50: msd(3), P99: msd(3), Max: msd(3)},
+		{T: 2, Counts: Counts{Sent: 1, Unknown: 1, Dropped: 1}},
 	}
 	for i := range want {
 		if got[i] != want[i] {

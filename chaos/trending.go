@@ -1,12 +1,14 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"shortener/trending"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -43,15 +45,11 @@ type trendingAnswer struct {
 
 // Open starts asking for the ranking.
 func (Trending) Open(ctx context.Context, env *Env) (Settle, error) {
-	var (
-		mu      sync.Mutex
-		answers []trendingAnswer
-	)
+	var answers []trendingAnswer // the asker's until it has returned
+	var asker sync.WaitGroup
 	stop := make(chan struct{})
-	done := make(chan struct{})
 	start := time.Now()
-	go func() {
-		defer close(done)
+	asker.Go(func() {
 		t := time.NewTicker(trendingEvery)
 		defer t.Stop()
 		for {
@@ -64,16 +62,12 @@ func (Trending) Open(ctx context.Context, env *Env) (Settle, error) {
 			}
 			a := askTrending(ctx, env)
 			a.at = time.Since(start)
-			mu.Lock()
 			answers = append(answers, a)
-			mu.Unlock()
 		}
-	}()
+	})
 	return func(_ context.Context, run *Run) (Entry, error) {
 		close(stop)
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
+		asker.Wait()
 		return trendingEntry(run, env.Links, answers), nil
 	}, nil
 }
@@ -112,26 +106,18 @@ func askTrending(ctx context.Context, env *Env) trendingAnswer {
 // trendingEntry judges the answers against the truth.
 func trendingEntry(run *Run, links []Link, answers []trendingAnswer) Entry {
 	e := Entry{Account: "trending"}
-	served := make([]int64, len(links))
+	served := map[string]int64{} // by code
 	for _, r := range run.Results {
 		if r.Kind == Redirect && r.Link >= 0 && r.Link < len(links) && r.Status >= 300 && r.Status < 400 && !r.WrongLocation {
-			served[r.Link]++
+			served[links[r.Link].Code]++
 		}
 	}
-	idx := make([]int, len(links))
-	for i := range idx {
-		idx[i] = i
+	truth := make([]string, len(links))
+	for i, l := range links {
+		truth[i] = l.Code
 	}
-	sort.SliceStable(idx, func(a, b int) bool {
-		if served[idx[a]] != served[idx[b]] {
-			return served[idx[a]] > served[idx[b]]
-		}
-		return links[idx[a]].Code < links[idx[b]].Code
-	})
-	var truth []string
-	for _, i := range idx[:min(10, len(idx))] {
-		truth = append(truth, links[i].Code)
-	}
+	slices.SortFunc(truth, func(a, b string) int { return cmp.Or(cmp.Compare(served[b], served[a]), strings.Compare(a, b)) })
+	truth = truth[:min(10, len(truth))]
 
 	fault := run.Fault()
 	// "After recovery": the second half of the recovery phase, when

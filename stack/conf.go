@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -81,18 +82,10 @@ type SentinelNode struct {
 
 // SentinelConf renders a sentinel's initial configuration.
 func SentinelConf(n SentinelNode) string {
-	if n.MasterName == "" {
-		n.MasterName = DefaultMasterName
-	}
-	if n.Quorum == 0 {
-		n.Quorum = DefaultQuorum
-	}
-	if n.DownAfter == 0 {
-		n.DownAfter = DefaultDownAfter
-	}
-	if n.FailoverTimeout == 0 {
-		n.FailoverTimeout = DefaultFailoverTimeout
-	}
+	n.MasterName = cmp.Or(n.MasterName, DefaultMasterName)
+	n.Quorum = cmp.Or(n.Quorum, DefaultQuorum)
+	n.DownAfter = cmp.Or(n.DownAfter, DefaultDownAfter)
+	n.FailoverTimeout = cmp.Or(n.FailoverTimeout, DefaultFailoverTimeout)
 	var b strings.Builder
 	fmt.Fprintf(&b, "bind %s\nport %d\nprotected-mode no\ndaemonize no\n", n.Bind, n.Port)
 	fmt.Fprintf(&b, "dir %s\nlogfile \"\"\n", strconv.Quote(n.Dir))

@@ -101,14 +101,16 @@ func (k kind) executable(p *Proc) (string, error) {
 		return programPath(k.program)
 	}
 	path := k.path(p)
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrMissingProgram, err)
-	}
-	if fi.IsDir() || fi.Mode()&0o111 == 0 {
-		return "", fmt.Errorf("%w: %s is not an executable file", ErrMissingProgram, path)
+	if !isExecutable(path) {
+		return "", fmt.Errorf("%w: %s is missing or not an executable file", ErrMissingProgram, path)
 	}
 	return path, nil
+}
+
+// isExecutable reports whether path is an executable file.
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
 }
 
 // Program is an executable the stack runs, with the Debian package that
@@ -133,21 +135,18 @@ var debianPackages = map[string]string{
 // their tools, and iptables for Partition. The shortener binary is not
 // among them; the caller builds it.
 func Programs() []Program {
-	var out []Program
-	for _, k := range kinds() {
-		out = append(out, k.programs()...)
-	}
-	return append(out, Program{iptablesProgram, debianPackages[iptablesProgram]})
+	return append(programs(kinds()...), Program{iptablesProgram, debianPackages[iptablesProgram]})
 }
 
-// programs lists the installed programs kind k runs.
-func (k kind) programs() []Program {
+// programs lists the installed programs the kinds run.
+func programs(ks ...kind) []Program {
 	var out []Program
-	if k.program != "" {
-		out = append(out, Program{k.program, debianPackages[k.program]})
-	}
-	for _, t := range k.tools {
-		out = append(out, Program{t, debianPackages[t]})
+	for _, k := range ks {
+		for _, name := range append([]string{k.program}, k.tools...) {
+			if name != "" { // the app's, which the caller builds
+				out = append(out, Program{name, debianPackages[name]})
+			}
+		}
 	}
 	return out
 }
@@ -207,8 +206,7 @@ func programPath(name string) (string, error) {
 		return p, nil
 	}
 	for _, dir := range []string{"/usr/sbin", "/usr/local/sbin", "/sbin", "/usr/bin"} {
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+		if p := filepath.Join(dir, name); isExecutable(p) {
 			return p, nil
 		}
 	}

@@ -112,42 +112,49 @@ func (s *Stack) WaitMaster(ctx context.Context, not *Proc) (*Proc, error) {
 	return master, nil
 }
 
-// waitReplicas polls until master has every replica connected and each
-// replica reports its link to master up.
-func (s *Stack) waitReplicas(ctx context.Context, master *Proc, replicas []*Proc) error {
-	err := poll(ctx, readyPoll, func(ctx context.Context) error {
-		r, err := master.Replication(ctx)
+// Replicated returns nil when master reports role master with every
+// other Redis node of the stack connected, and each of those reports
+// itself a replica of master with its link up; otherwise it says what is
+// not so.
+func (s *Stack) Replicated(ctx context.Context, master *Proc) error {
+	r, err := master.Replication(ctx)
+	if err != nil {
+		return err
+	}
+	if r.Role != "master" || r.ConnectedReplicas < len(s.redis)-1 {
+		return fmt.Errorf("master %s: role %s, %d replicas connected", master.Name, r.Role, r.ConnectedReplicas)
+	}
+	for _, p := range s.redis {
+		if p.Name == master.Name {
+			continue
+		}
+		r, err := p.Replication(ctx)
 		if err != nil {
 			return err
 		}
-		if r.Role != "master" || r.ConnectedReplicas < len(replicas) {
-			return fmt.Errorf("%s: role %s with %d replicas", master.Name, r.Role, r.ConnectedReplicas)
+		if r.Role != "slave" || r.MasterPort != master.Port || !r.LinkUp {
+			return fmt.Errorf("%s: role %s, master port %d (want %d), link up %v", p.Name, r.Role, r.MasterPort, master.Port, r.LinkUp)
 		}
-		for _, p := range replicas {
-			r, err := p.Replication(ctx)
-			if err != nil {
-				return err
-			}
-			if r.MasterPort != master.Port || !r.LinkUp {
-				return fmt.Errorf("%s: role %s, master port %d, link up %v", p.Name, r.Role, r.MasterPort, r.LinkUp)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("wait replicas of %s: %w", master.Name, err)
 	}
 	return nil
 }
 
-// waitSentinels polls until every sentinel sees master as up, with all
-// replicas up and all other sentinels known: before that, a failover could
-// lack a quorum or a replica to promote. Sentinels find each other through
-// hello messages every two seconds, so this takes a couple of seconds.
-func (s *Stack) waitSentinels(ctx context.Context, master *Proc) error {
+// WaitSwitched polls until every sentinel has master as its master, with
+// no failover in progress and master up in its view: a failover is over
+// for all of them, and the next one can start. (GET-MASTER-ADDR-BY-NAME,
+// which Master asks, names the promoted replica while its failover is
+// still reconfiguring the others.)
+func (s *Stack) WaitSwitched(ctx context.Context, master *Proc) error {
+	return s.waitSentinels(ctx, master, false)
+}
+
+// waitSentinels polls until every sentinel sees master as up and, when
+// whole, all replicas up and all other sentinels known, which Start waits
+// for: before that, a failover could lack a quorum or a replica to
+// promote. Sentinels find each other through hello messages every two
+// seconds, so this takes a couple of seconds.
+func (s *Stack) waitSentinels(ctx context.Context, master *Proc, whole bool) error {
 	name := s.st.MasterName
-	wantReplicas := len(s.redis) - 1
-	wantOthers := len(s.sentinels) - 1
 	err := poll(ctx, readyPoll, func(ctx context.Context) error {
 		for _, sp := range s.sentinels {
 			reply, err := do(ctx, sp.Addr(), "SENTINEL", "MASTER", name)
@@ -158,10 +165,14 @@ func (s *Stack) waitSentinels(ctx context.Context, master *Proc) error {
 			if err != nil {
 				return fmt.Errorf("%s SENTINEL MASTER: %w", sp.Name, err)
 			}
-			if m["port"] != strconv.Itoa(master.Port) || m["flags"] != "master" ||
-				m["num-slaves"] != strconv.Itoa(wantReplicas) || m["num-other-sentinels"] != strconv.Itoa(wantOthers) {
-				return fmt.Errorf("%s sees master port %s flags %s, %s replicas, %s other sentinels",
-					sp.Name, m["port"], m["flags"], m["num-slaves"], m["num-other-sentinels"])
+			if m["port"] != strconv.Itoa(master.Port) || m["flags"] != "master" {
+				return fmt.Errorf("%s sees master port %s flags %s", sp.Name, m["port"], m["flags"])
+			}
+			if !whole {
+				continue
+			}
+			if m["num-slaves"] != strconv.Itoa(len(s.redis)-1) || m["num-other-sentinels"] != strconv.Itoa(len(s.sentinels)-1) {
+				return fmt.Errorf("%s sees %s replicas, %s other sentinels", sp.Name, m["num-slaves"], m["num-other-sentinels"])
 			}
 			reply, err = do(ctx, sp.Addr(), "SENTINEL", "REPLICAS", name)
 			if err != nil {
@@ -181,35 +192,7 @@ func (s *Stack) waitSentinels(ctx context.Context, master *Proc) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("wait sentinels: %w", err)
-	}
-	return nil
-}
-
-// WaitSwitched polls until every sentinel has master as its master, with
-// no failover in progress and master up in its view: a failover is over
-// for all of them, and the next one can start. (GET-MASTER-ADDR-BY-NAME,
-// which Master asks, names the promoted replica while its failover is
-// still reconfiguring the others.)
-func (s *Stack) WaitSwitched(ctx context.Context, master *Proc) error {
-	err := poll(ctx, readyPoll, func(ctx context.Context) error {
-		for _, sp := range s.sentinels {
-			reply, err := do(ctx, sp.Addr(), "SENTINEL", "MASTER", s.st.MasterName)
-			if err != nil {
-				return err
-			}
-			m, err := pairs(reply)
-			if err != nil {
-				return fmt.Errorf("%s SENTINEL MASTER: %w", sp.Name, err)
-			}
-			if m["port"] != strconv.Itoa(master.Port) || m["flags"] != "master" {
-				return fmt.Errorf("%s sees master port %s flags %s", sp.Name, m["port"], m["flags"])
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("wait switched to %s: %w", master.Name, err)
+		return fmt.Errorf("wait sentinels to name %s: %w", master.Name, err)
 	}
 	return nil
 }

@@ -75,9 +75,9 @@ func configureMySQL(ctx context.Context, p *Proc, _ bool) error {
 		"--auth-root-authentication-method=normal",
 		"--skip-test-db",
 	}
-	args = append(args, mysqlSettings(p)...)
-	out, err := runTool(ctx, p, install, args...)
-	if err != nil {
+	cmd := exec.CommandContext(ctx, install, append(args, mysqlSettings(p)...)...)
+	cmd.Dir = p.dir()
+	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("mariadb-install-db: %w\n%s", err, out)
 	}
 	p.s.log.Info("initialised MariaDB data directory", "proc", p.Name, "datadir", data)
@@ -150,11 +150,4 @@ func withDB(ctx context.Context, dsn string, f func(*sql.DB) error) error {
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	return f(db)
-}
-
-// runTool runs a short-lived MariaDB tool and returns its output.
-func runTool(ctx context.Context, p *Proc, prog string, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, prog, args...)
-	cmd.Dir = p.dir()
-	return cmd.CombinedOutput()
 }

@@ -74,12 +74,11 @@ func configureNginx(_ context.Context, p *Proc, fresh bool) error {
 	}
 	path := nginxConf(p)
 	if !fresh {
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%s is missing; start the stack afresh", path)
-		} else if err != nil {
-			return err
+		_, err := os.Stat(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = fmt.Errorf("%s is missing; start the stack afresh", path)
 		}
-		return nil
+		return err
 	}
 	if p.s.nginxConf == nil {
 		return fmt.Errorf("%w: NginxConf is required to start nginx", ErrConfig)

@@ -1,12 +1,10 @@
 package stack
 
 import (
-	"bufio"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
+
+	"github.com/prometheus/procfs"
 )
 
 // portInUse is the error for a port that another program holds: it names
@@ -24,62 +22,33 @@ func portInUse(name string, port int) error {
 // port (on any address), or 0 when it cannot tell: the socket may belong to
 // another user's process, whose file descriptors are hidden.
 func portOwner(port int) (int, string) {
-	inodes := map[string]bool{}
-	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		for inode := range listenInodes(table, port) {
-			inodes[inode] = true
-		}
-	}
-	if len(inodes) == 0 {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
 		return 0, ""
 	}
-	procs, _ := os.ReadDir("/proc")
-	for _, e := range procs {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		fdDir := filepath.Join("/proc", e.Name(), "fd")
-		fds, _ := os.ReadDir(fdDir)
-		for _, fd := range fds {
-			link, err := os.Readlink(filepath.Join(fdDir, fd.Name()))
-			if err != nil || !strings.HasPrefix(link, "socket:[") {
-				continue
+	// The fd targets of the listeners' sockets, "socket:[inode]".
+	sockets := map[string]bool{}
+	const listen = 0x0A // TCP_LISTEN in the st column
+	for _, table := range []func() (procfs.NetTCP, error){fs.NetTCP, fs.NetTCP6} {
+		lines, _ := table()
+		for _, l := range lines {
+			if l.St == listen && l.LocalPort == uint64(port) {
+				sockets["socket:["+strconv.FormatUint(l.Inode, 10)+"]"] = true
 			}
-			if inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] {
-				comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-				return pid, strings.TrimSpace(string(comm))
+		}
+	}
+	if len(sockets) == 0 {
+		return 0, ""
+	}
+	procs, _ := fs.AllProcs()
+	for _, p := range procs {
+		targets, _ := p.FileDescriptorTargets()
+		for _, t := range targets {
+			if sockets[t] {
+				comm, _ := p.Comm()
+				return p.PID, comm
 			}
 		}
 	}
 	return 0, ""
-}
-
-// listenInodes returns the socket inodes of the listeners on port in a
-// /proc/net/tcp-format table.
-func listenInodes(table string, port int) map[string]bool {
-	out := map[string]bool{}
-	f, err := os.Open(table)
-	if err != nil {
-		return out
-	}
-	defer f.Close()
-	const listen = "0A" // TCP_LISTEN in the st column
-	sc := bufio.NewScanner(f)
-	sc.Scan() // header
-	for sc.Scan() {
-		// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 10 || fields[3] != listen {
-			continue
-		}
-		_, hexPort, ok := strings.Cut(fields[1], ":")
-		if !ok {
-			continue
-		}
-		if n, err := strconv.ParseUint(hexPort, 16, 16); err == nil && int(n) == port {
-			out[fields[9]] = true
-		}
-	}
-	return out
 }

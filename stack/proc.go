@@ -129,51 +129,23 @@ func (p *Proc) Frozen() bool {
 
 // Kill sends SIGKILL to the server (and its forked children) and returns
 // once it is gone.
-func (p *Proc) Kill() error {
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if err := p.kill(); err != nil {
-		return fmt.Errorf("kill %s: %w", p.Name, err)
-	}
-	p.s.log.Info("killed", "proc", p.Name)
-	return nil
-}
+func (p *Proc) Kill() error { return p.control("kill", "killed", p.kill) }
 
 // Term sends SIGTERM and returns once the server has exited; one that takes
 // longer than its grace period is killed. The grace is a few seconds, and
 // longer for an app, which first drains its connections (see KindApp).
-func (p *Proc) Term() error {
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if err := p.term(); err != nil {
-		return fmt.Errorf("term %s: %w", p.Name, err)
-	}
-	p.s.log.Info("terminated", "proc", p.Name)
-	return nil
-}
+func (p *Proc) Term() error { return p.control("term", "terminated", p.term) }
 
 // Stop freezes the server with SIGSTOP: its sockets stay open but nothing
 // answers, which is how a hung server looks to its clients. It returns once
 // the kernel reports the process stopped.
 func (p *Proc) Stop() error {
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if err := p.signalAndWait(syscall.SIGSTOP, true); err != nil {
-		return fmt.Errorf("stop %s: %w", p.Name, err)
-	}
-	p.s.log.Info("frozen", "proc", p.Name)
-	return nil
+	return p.control("stop", "frozen", func() error { return p.signalAndWait(syscall.SIGSTOP, true) })
 }
 
 // Cont resumes a server frozen by Stop.
 func (p *Proc) Cont() error {
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if err := p.signalAndWait(syscall.SIGCONT, false); err != nil {
-		return fmt.Errorf("cont %s: %w", p.Name, err)
-	}
-	p.s.log.Info("continued", "proc", p.Name)
-	return nil
+	return p.control("cont", "continued", func() error { return p.signalAndWait(syscall.SIGCONT, false) })
 }
 
 // Restart stops the server if it runs and starts it again with the same
@@ -183,28 +155,34 @@ func (p *Proc) Cont() error {
 // first: it could not show itself ready otherwise. On error the server is
 // left stopped. Without a deadline on ctx, Restart gives up after a minute.
 func (p *Proc) Restart(ctx context.Context) error {
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
 	ctx, cancel := withDefaultTimeout(ctx, defaultRestartTimeout)
 	defer cancel()
-	if err := p.heal(ctx); err != nil {
-		return fmt.Errorf("restart %s: %w", p.Name, err)
-	}
-	if err := p.term(); err != nil && !errors.Is(err, ErrNotRunning) {
-		return fmt.Errorf("restart %s: %w", p.Name, err)
-	}
-	if err := p.launch(ctx, false); err != nil {
-		return fmt.Errorf("restart %s: %w", p.Name, err)
-	}
-	return nil
+	return p.control("restart", "", func() error {
+		if err := p.heal(ctx); err != nil {
+			return err
+		}
+		if err := p.term(); err != nil && !errors.Is(err, ErrNotRunning) {
+			return err
+		}
+		return p.launch(ctx, false)
+	})
 }
 
-// start is Start's way in: a fresh launch under the control lock.
+// start is Start's way in: a launch under the control lock.
 func (p *Proc) start(ctx context.Context, fresh bool) error {
+	return p.control("start", "", func() error { return p.launch(ctx, fresh) })
+}
+
+// control runs f under the control lock, names the process in its error
+// (op: "kill") and logs done ("killed"), if any, when f succeeds.
+func (p *Proc) control(op, done string, f func() error) error {
 	p.ctl.Lock()
 	defer p.ctl.Unlock()
-	if err := p.launch(ctx, fresh); err != nil {
-		return fmt.Errorf("start %s: %w", p.Name, err)
+	if err := f(); err != nil {
+		return fmt.Errorf("%s %s: %w", op, p.Name, err)
+	}
+	if done != "" {
+		p.s.log.Info(done, "proc", p.Name)
 	}
 	return nil
 }
@@ -315,7 +293,7 @@ func (p *Proc) kill() error {
 	if pid == 0 {
 		return ErrNotRunning
 	}
-	if err := signal(pid, syscall.SIGKILL, true); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := signal(pid, syscall.SIGKILL, true); err != nil {
 		return err
 	}
 	return p.waitGone(pid, killWait)
@@ -330,10 +308,10 @@ func (p *Proc) term() error {
 	// A frozen process keeps SIGTERM pending and never exits, so thaw it
 	// first. SIGTERM goes to the leader alone: servers stop their own
 	// children as part of a clean shutdown.
-	if err := signal(pid, syscall.SIGCONT, true); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := signal(pid, syscall.SIGCONT, true); err != nil {
 		return err
 	}
-	if err := signal(pid, syscall.SIGTERM, false); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := signal(pid, syscall.SIGTERM, false); err != nil {
 		return err
 	}
 	grace := p.k.grace
@@ -344,7 +322,7 @@ func (p *Proc) term() error {
 		return nil
 	}
 	p.s.log.Warn("no exit after SIGTERM; sending SIGKILL", "proc", p.Name, "pid", pid, "grace", grace)
-	if err := signal(pid, syscall.SIGKILL, true); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := signal(pid, syscall.SIGKILL, true); err != nil {
 		return err
 	}
 	return p.waitGone(pid, killWait)
@@ -353,22 +331,19 @@ func (p *Proc) term() error {
 // close is Close's part for one process: term it if it runs, and remove its
 // pid file even if stale.
 func (p *Proc) close() error {
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	err := p.term()
-	switch {
-	case errors.Is(err, ErrNotRunning):
-		err = nil
-	case err == nil:
-		p.s.log.Info("stopped", "proc", p.Name)
-	}
-	if p.Pid() == 0 {
-		os.Remove(p.pidFile())
-	}
-	if err != nil {
-		return fmt.Errorf("stop %s: %w", p.Name, err)
-	}
-	return nil
+	return p.control("stop", "", func() error {
+		err := p.term()
+		if err == nil {
+			p.s.log.Info("stopped", "proc", p.Name)
+		}
+		if p.Pid() == 0 {
+			os.Remove(p.pidFile())
+		}
+		if errors.Is(err, ErrNotRunning) {
+			return nil
+		}
+		return err
+	})
 }
 
 // waitGone returns once pid has exited: reaped, if it is our child (so the

@@ -66,17 +66,15 @@ func cmdline(pid int) []string {
 	if err != nil {
 		return nil
 	}
-	argv, err := p.CmdLine()
-	if err != nil {
-		return nil
-	}
+	argv, _ := p.CmdLine() // nil on error
 	return argv
 }
 
 // signal sends sig to pid, or to its whole process group when group is set
 // and pid leads its own group (as every server started here does): killing
 // or freezing a server must also kill or freeze its forked children, such as
-// a redis-server's replication child.
+// a redis-server's replication child. A process already gone (ESRCH) is no
+// error: the callers wait for the state they want anyway.
 func signal(pid int, sig syscall.Signal, group bool) error {
 	target := pid
 	if group {
@@ -84,7 +82,7 @@ func signal(pid int, sig syscall.Signal, group bool) error {
 			target = -pid
 		}
 	}
-	if err := syscall.Kill(target, sig); err != nil {
+	if err := syscall.Kill(target, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("signal %d %v: %w", pid, sig, err)
 	}
 	return nil

@@ -21,7 +21,6 @@ func redisKind() kind {
 		configure: configureRedis,
 		args:      func(p *Proc) []string { return []string{redisConf(p)} },
 		ready:     pingReady,
-		setup:     nil,
 	}
 }
 
@@ -33,7 +32,6 @@ func sentinelKind() kind {
 		configure: configureSentinel,
 		args:      func(p *Proc) []string { return []string{sentinelConf(p)} },
 		ready:     sentinelReady,
-		setup:     nil,
 	}
 }
 
@@ -61,10 +59,8 @@ func configureRedis(ctx context.Context, p *Proc, fresh bool) error {
 	// A replica's full sync writes dump.rdb even with "save" off, and a
 	// node loads it when it starts. Loaded after an outage, it would bring
 	// back links deleted since the sync: a cache node must start empty.
-	for _, f := range []string{"dump.rdb"} {
-		if err := os.Remove(filepath.Join(p.dir(), f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("remove stale %s: %w", f, err)
-		}
+	if err := os.Remove(filepath.Join(p.dir(), "dump.rdb")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove stale dump.rdb: %w", err)
 	}
 	node := RedisNode{Bind: "127.0.0.1", Port: p.Port, Dir: p.dir()}
 	if masterPort != p.Port {

@@ -83,26 +83,19 @@ func readReply(r *bufio.Reader) (any, error) {
 			return nil, fmt.Errorf("bad integer reply %q", line)
 		}
 		return n, nil
-	case '$':
+	case '$', '*': // a bulk string's or an array's length, -1 for null
 		n, err := strconv.Atoi(body)
-		if err != nil || n > maxBulk {
-			return nil, fmt.Errorf("bad bulk length %q", line)
-		}
-		if n < 0 {
+		switch {
+		case err != nil || n > maxBulk:
+			return nil, fmt.Errorf("bad length %q", line)
+		case n < 0:
 			return nil, nil
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, err
-		}
-		return string(buf[:n]), nil
-	case '*':
-		n, err := strconv.Atoi(body)
-		if err != nil || n > maxBulk {
-			return nil, fmt.Errorf("bad array length %q", line)
-		}
-		if n < 0 {
-			return nil, nil
+		case line[0] == '$':
+			buf := make([]byte, n+2)
+			if _, err := io.ReadFull(r, buf); err != nil {
+				return nil, err
+			}
+			return string(buf[:n]), nil
 		}
 		arr := make([]any, n)
 		for i := range arr {

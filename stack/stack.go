@@ -34,6 +34,7 @@
 package stack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -201,24 +202,12 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("%w: dir %q: %v", ErrConfig, cfg.Dir, err)
 	}
 	cfg.Dir = dir
-	if cfg.MasterName == "" {
-		cfg.MasterName = DefaultMasterName
-	}
-	if cfg.Quorum == 0 {
-		cfg.Quorum = DefaultQuorum
-	}
-	if cfg.DownAfter == 0 {
-		cfg.DownAfter = DefaultDownAfter
-	}
-	if cfg.FailoverTimeout == 0 {
-		cfg.FailoverTimeout = DefaultFailoverTimeout
-	}
-	if cfg.Database == "" {
-		cfg.Database = "shortener"
-	}
-	if cfg.Log == nil {
-		cfg.Log = slog.New(slog.DiscardHandler)
-	}
+	cfg.MasterName = cmp.Or(cfg.MasterName, DefaultMasterName)
+	cfg.Quorum = cmp.Or(cfg.Quorum, DefaultQuorum)
+	cfg.DownAfter = cmp.Or(cfg.DownAfter, DefaultDownAfter)
+	cfg.FailoverTimeout = cmp.Or(cfg.FailoverTimeout, DefaultFailoverTimeout)
+	cfg.Database = cmp.Or(cfg.Database, "shortener")
+	cfg.Log = cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
 	switch {
 	case !namePattern.MatchString(cfg.MasterName):
 		return cfg, fmt.Errorf("%w: master name %q: want letters, digits, _", ErrConfig, cfg.MasterName)
@@ -245,14 +234,11 @@ func (cfg Config) appsWithDefaults() (Config, error) {
 		return cfg, fmt.Errorf("%w: app binary %q: %v", ErrConfig, cfg.AppBinary, err)
 	}
 	cfg.AppBinary = bin
-	if cfg.APIKeyFile != "" {
-		if cfg.APIKeyFile, err = filepath.Abs(cfg.APIKeyFile); err != nil {
-			return cfg, fmt.Errorf("%w: API key file: %v", ErrConfig, err)
-		}
-	}
-	if cfg.CodeKeyFile != "" {
-		if cfg.CodeKeyFile, err = filepath.Abs(cfg.CodeKeyFile); err != nil {
-			return cfg, fmt.Errorf("%w: code key file: %v", ErrConfig, err)
+	for _, f := range []*string{&cfg.APIKeyFile, &cfg.CodeKeyFile} {
+		if *f != "" {
+			if *f, err = filepath.Abs(*f); err != nil {
+				return cfg, fmt.Errorf("%w: key file %q: %v", ErrConfig, *f, err)
+			}
 		}
 	}
 	reserved := map[string]bool{"mysql": true, "nginx": true}
@@ -304,11 +290,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if len(cfg.Apps) > 0 {
 		need = append(need, nginxKind())
 	}
-	var progs []Program
-	for _, k := range need {
-		progs = append(progs, k.programs()...)
-	}
-	if err := missingError(missing(progs)); err != nil {
+	if err := missingError(missing(programs(need...))); err != nil {
 		return nil, err
 	}
 	ctx, cancel := withDefaultTimeout(ctx, defaultStartTimeout)
@@ -321,13 +303,10 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	// An earlier stack's servers would hold the data and maybe the ports;
 	// look at the pid files before picking ports or touching any file.
-	if old, err := readState(cfg.Dir); err == nil {
-		prev, err := newStack(cfg.Dir, old, cfg.Log, false)
-		if err == nil {
-			for _, p := range prev.procs {
-				if pid := p.Pid(); pid != 0 {
-					return nil, fmt.Errorf("start stack: %s (pid %d): %w; attach to it or stop it first", p.Name, pid, ErrRunning)
-				}
+	if prev, err := Attach(cfg.Dir); err == nil {
+		for _, p := range prev.procs {
+			if pid := p.Pid(); pid != 0 {
+				return nil, fmt.Errorf("start stack: %s (pid %d): %w; attach to it or stop it first", p.Name, pid, ErrRunning)
 			}
 		}
 	}
@@ -400,21 +379,27 @@ func (s *Stack) startRedis(ctx context.Context) error {
 	if err := launchAll(ctx, s.redis); err != nil {
 		return err
 	}
-	if err := s.waitReplicas(ctx, s.redis[0], s.redis[1:]); err != nil {
-		return err
+	err := poll(ctx, readyPoll, func(ctx context.Context) error { return s.Replicated(ctx, s.redis[0]) })
+	if err != nil {
+		return fmt.Errorf("wait replicas: %w", err)
 	}
 	if err := launchAll(ctx, s.sentinels); err != nil {
 		return err
 	}
-	return s.waitSentinels(ctx, s.redis[0])
+	return s.waitSentinels(ctx, s.redis[0], true)
 }
 
 // launchAll starts procs concurrently, fresh, and waits until each is ready.
 func launchAll(ctx context.Context, procs []*Proc) error {
+	return atOnce(procs, func(p *Proc) error { return p.start(ctx, true) })
+}
+
+// atOnce runs f on every proc concurrently and joins their errors.
+func atOnce(procs []*Proc, f func(*Proc) error) error {
 	errs := make([]error, len(procs))
 	var wg sync.WaitGroup
 	for i, p := range procs {
-		wg.Go(func() { errs[i] = p.start(ctx, true) })
+		wg.Go(func() { errs[i] = f(p) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -497,14 +482,7 @@ func (s *Stack) Close() error {
 		maxTier = max(maxTier, p.k.tier)
 	}
 	for tier := maxTier; tier >= 0; tier-- {
-		procs := byTier[tier]
-		tierErrs := make([]error, len(procs))
-		var wg sync.WaitGroup
-		for i, p := range procs {
-			wg.Go(func() { tierErrs[i] = p.close() })
-		}
-		wg.Wait()
-		errs = append(errs, tierErrs...)
+		errs = append(errs, atOnce(byTier[tier], (*Proc).close))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close stack: %w", err)

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/prometheus/procfs"
 )
 
 // state is what stack.json holds: everything a later process needs to find
@@ -57,40 +59,28 @@ func newState(cfg Config) (state, error) {
 		APIKeyFile:        cfg.APIKeyFile,
 		CodeKeyFile:       cfg.CodeKeyFile,
 	}
-	want := []int{cfg.MySQLPort}
-	want = append(want, cfg.RedisPorts[:]...)
-	want = append(want, cfg.SentinelPorts[:]...)
+	st.Procs = []procState{{Name: "mysql", Kind: KindMySQL, Port: cfg.MySQLPort}}
+	for i, port := range cfg.RedisPorts {
+		st.Procs = append(st.Procs, procState{Name: fmt.Sprintf("redis-%d", i+1), Kind: KindRedis, Port: port})
+	}
+	for i, port := range cfg.SentinelPorts {
+		st.Procs = append(st.Procs, procState{Name: fmt.Sprintf("sentinel-%d", i+1), Kind: KindSentinel, Port: port})
+	}
 	for _, a := range cfg.Apps {
-		want = append(want, a.Port)
+		st.Procs = append(st.Procs, procState{Name: a.Name, Kind: KindApp, Port: a.Port, NodeID: a.NodeID})
 	}
 	if len(cfg.Apps) > 0 {
-		want = append(want, cfg.NginxPort)
+		st.Procs = append(st.Procs, procState{Name: "nginx", Kind: KindNginx, Port: cfg.NginxPort})
+	}
+	want := make([]int, len(st.Procs))
+	for i, ps := range st.Procs {
+		want[i] = ps.Port
 	}
 	ports, err := pickPorts(want)
-	if err != nil {
-		return st, err
+	for i := range ports {
+		st.Procs[i].Port = ports[i]
 	}
-	seen := map[int]bool{}
-	for _, p := range ports {
-		if seen[p] {
-			return st, fmt.Errorf("%w: port %d is configured twice", ErrConfig, p)
-		}
-		seen[p] = true
-	}
-	st.Procs = append(st.Procs, procState{Name: "mysql", Kind: KindMySQL, Port: ports[0]})
-	for i := range 3 {
-		st.Procs = append(st.Procs, procState{Name: fmt.Sprintf("redis-%d", i+1), Kind: KindRedis, Port: ports[1+i]})
-	}
-	for i := range 3 {
-		st.Procs = append(st.Procs, procState{Name: fmt.Sprintf("sentinel-%d", i+1), Kind: KindSentinel, Port: ports[4+i]})
-	}
-	for i, a := range cfg.Apps {
-		st.Procs = append(st.Procs, procState{Name: a.Name, Kind: KindApp, Port: ports[7+i], NodeID: a.NodeID})
-	}
-	if len(cfg.Apps) > 0 {
-		st.Procs = append(st.Procs, procState{Name: "nginx", Kind: KindNginx, Port: ports[7+len(cfg.Apps)]})
-	}
-	return st, nil
+	return st, err
 }
 
 // socketPath puts MariaDB's socket in the state directory when the path
@@ -111,16 +101,17 @@ func socketPath(dir string) string {
 }
 
 // pickPorts returns want with every 0 replaced by a distinct free loopback
-// port. Ports come from below the kernel's ephemeral range: a port picked
+// port; a port configured twice is an error. Ports come from below the kernel's ephemeral range: a port picked
 // from inside it could be handed to an outgoing connection (a replica's link
 // to its master, say) before the server meant to listen on it has started.
 func pickPorts(want []int) ([]int, error) {
 	lo, hi := 15000, ephemeralLow()
 	taken := map[int]bool{}
 	for _, p := range want {
-		if p != 0 {
-			taken[p] = true
+		if taken[p] {
+			return nil, fmt.Errorf("%w: port %d is configured twice", ErrConfig, p)
 		}
+		taken[p] = p != 0
 	}
 	out := make([]int, len(want))
 	for i, p := range want {
@@ -146,12 +137,9 @@ func pickPorts(want []int) ([]int, error) {
 
 // ephemeralLow returns the first port of the kernel's ephemeral range.
 func ephemeralLow() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err == nil {
-		if f := strings.Fields(string(b)); len(f) == 2 {
-			if n, err := strconv.Atoi(f[0]); err == nil && n > 16000 {
-				return n
-			}
+	if fs, err := procfs.NewDefaultFS(); err == nil {
+		if r, err := fs.SysctlInts("net.ipv4.ip_local_port_range"); err == nil && len(r) == 2 && r[0] > 16000 {
+			return r[0]
 		}
 	}
 	return 32768

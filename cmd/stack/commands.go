@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -71,10 +72,8 @@ func resume(ctx context.Context, s *stack.Stack, cfg stack.Config, stdout io.Wri
 			if p.Frozen() {
 				fmt.Fprintf(stdout, "note: %s is frozen; `stack cont %s` thaws it\n", p.Name, p.Name)
 			}
-			if os.Geteuid() == 0 {
-				if on, err := p.Partitioned(ctx); err == nil && on {
-					fmt.Fprintf(stdout, "note: %s is partitioned; `stack heal %s` heals it\n", p.Name, p.Name)
-				}
+			if on, err := p.Partitioned(ctx); err == nil && on {
+				fmt.Fprintf(stdout, "note: %s is partitioned; `stack heal %s` heals it\n", p.Name, p.Name)
 			}
 			continue
 		}
@@ -183,25 +182,15 @@ func status(ctx context.Context, dir string, stdout io.Writer) error {
 				state = "frozen"
 			}
 		}
-		// Only root can have partitioned anything, and only root may list
-		// iptables rules.
-		if os.Geteuid() == 0 {
-			if on, err := p.Partitioned(ctx); err == nil && on {
-				state += ", partitioned"
-			}
+		if on, err := p.Partitioned(ctx); err == nil && on {
+			state += ", partitioned"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", p.Name, pid, p.Port, state)
 	}
 	tw.Flush()
 	mctx, cancel := context.WithTimeout(ctx, masterTimeout)
 	defer cancel()
-	sentinels := 0
-	for _, p := range s.Sentinels() {
-		if p.Running() {
-			sentinels++
-		}
-	}
-	if sentinels == 0 {
+	if !slices.ContainsFunc(s.Sentinels(), (*stack.Proc).Running) {
 		fmt.Fprintln(stdout, "master: unknown (no sentinel is running)")
 	} else if m, err := s.Master(mctx); err != nil {
 		fmt.Fprintf(stdout, "master: unknown (%v)\n", err)
@@ -245,34 +234,38 @@ func control(ctx context.Context, dir, cmd string, names []string, stdout io.Wri
 		}
 	}
 	for _, p := range procs {
-		pid := p.Pid()
-		var err error
-		var did string
-		switch cmd {
-		case "kill":
-			err, did = p.Kill(), fmt.Sprintf("killed %s (pid %d)", p.Name, pid)
-		case "term":
-			err, did = p.Term(), fmt.Sprintf("terminated %s (pid %d)", p.Name, pid)
-		case "stop":
-			err, did = p.Stop(), fmt.Sprintf("froze %s (pid %d)", p.Name, pid)
-		case "cont":
-			err, did = p.Cont(), fmt.Sprintf("thawed %s (pid %d)", p.Name, pid)
-		case "restart":
-			err = p.Restart(ctx)
-			did = fmt.Sprintf("restarted %s (pid %d, %s)", p.Name, p.Pid(), p.Addr())
-		case "partition":
-			err, did = p.Partition(ctx), fmt.Sprintf("partitioned %s: packets to %s are dropped", p.Name, p.Addr())
-		case "heal":
-			err, did = p.Heal(ctx), fmt.Sprintf("healed %s", p.Name)
-		default:
-			return usageError{fmt.Sprintf("unknown command %q", cmd)}
-		}
+		did, err := controls[cmd](ctx, p)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, did)
 	}
 	return nil
+}
+
+// controls are the commands that act on named processes: each does its
+// deed to p and says what it did.
+var controls = map[string]func(ctx context.Context, p *stack.Proc) (string, error){
+	"kill": signalled("killed", (*stack.Proc).Kill),
+	"term": signalled("terminated", (*stack.Proc).Term),
+	"stop": signalled("froze", (*stack.Proc).Stop),
+	"cont": signalled("thawed", (*stack.Proc).Cont),
+	"restart": func(ctx context.Context, p *stack.Proc) (string, error) {
+		err := p.Restart(ctx)
+		return fmt.Sprintf("restarted %s (pid %d, %s)", p.Name, p.Pid(), p.Addr()), err
+	},
+	"partition": func(ctx context.Context, p *stack.Proc) (string, error) {
+		return fmt.Sprintf("partitioned %s: packets to %s are dropped", p.Name, p.Addr()), p.Partition(ctx)
+	},
+	"heal": func(ctx context.Context, p *stack.Proc) (string, error) { return "healed " + p.Name, p.Heal(ctx) },
+}
+
+// signalled is a control that signals p and names the pid it had.
+func signalled(did string, signal func(*stack.Proc) error) func(context.Context, *stack.Proc) (string, error) {
+	return func(_ context.Context, p *stack.Proc) (string, error) {
+		msg := fmt.Sprintf("%s %s (pid %d)", did, p.Name, p.Pid())
+		return msg, signal(p)
+	}
 }
 
 // checkBinary fails unless bin is an executable file, saying how to build it.

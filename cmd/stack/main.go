@@ -1,23 +1,11 @@
 // Command stack runs the shortener's whole topology on 127.0.0.1 — MariaDB,
 // three Redis nodes, three sentinels, two app instances and nginx in front
 // of them — and gives people, tests and chaos runs the controls they need:
-//
-//	stack up                   start the stack and wait until every part is ready
-//	stack down                 stop every process of the stack
-//	stack status               each process: pid, port, up/down/frozen/partitioned; the Redis master
-//	stack master               the Redis master, as the sentinels see it
-//	stack kill NAME...         SIGKILL
-//	stack term NAME...         SIGTERM (an app drains first), wait until it exits
-//	stack stop NAME...         SIGSTOP: freeze
-//	stack cont NAME...         SIGCONT: thaw
-//	stack restart NAME...      stop if running, start again, wait until ready
-//	stack partition NAME...    black-hole its port with iptables (root)
-//	stack heal NAME...         remove the partition
-//
-// NAME is one of mysql, redis-1, redis-2, redis-3, sentinel-1, sentinel-2,
-// sentinel-3, app1, app2, nginx. The state directory (-dir) defaults to
-// $SHORTENER_STACK_DIR, else .stack in the repository's root. "make up"
-// builds bin/shortener and bin/stack and runs "bin/stack up".
+// up and down, status and the Redis master, and kill, term, stop (freeze),
+// cont, restart, partition and heal of any of its processes by name;
+// `stack -h` (usage, below) lists them. The state directory (-dir)
+// defaults to $SHORTENER_STACK_DIR, else .stack in the repository's root.
+// "make up" builds bin/shortener and bin/stack and runs "bin/stack up".
 //
 // The processes outlive the command: each later invocation finds them
 // through the pid files in the state directory.
@@ -63,9 +51,6 @@ func main() {
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg + " (stack -h for help)" }
-
-// controls are the commands that act on named processes.
-var controls = []string{"kill", "term", "stop", "cont", "restart", "partition", "heal"}
 
 const usage = `usage: stack [-dir DIR] [-bin PATH] COMMAND [NAME...]
 
@@ -138,15 +123,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "master":
 		return master(ctx, o.dir, stdout)
 	}
-	for _, c := range controls {
-		if cmd == c {
-			if len(names) == 0 {
-				return usageError{cmd + " needs at least one NAME"}
-			}
-			return control(ctx, o.dir, cmd, names, stdout)
-		}
+	if _, ok := controls[cmd]; !ok {
+		return usageError{fmt.Sprintf("unknown command %q", cmd)}
 	}
-	return usageError{fmt.Sprintf("unknown command %q", cmd)}
+	if len(names) == 0 {
+		return usageError{cmd + " needs at least one NAME"}
+	}
+	return control(ctx, o.dir, cmd, names, stdout)
 }
 
 // defaultBinary is the shortener built beside this command ("make up" puts
