@@ -55,13 +55,26 @@ func stop(tb testing.TB, l *Load) []Result {
 	return res
 }
 
+// completed is how many results l holds so far.
+func completed(l *Load) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, block := range l.results {
+		n += len(block)
+	}
+	return n
+}
+
 func countDropped(l *Load) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
-	for _, r := range l.results {
-		if r.Dropped {
-			n++
+	for _, block := range l.results {
+		for _, r := range block {
+			if r.Dropped {
+				n++
+			}
 		}
 	}
 	return n
@@ -150,7 +163,7 @@ func TestCreateRetriesWithTheSameKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "ten creates", func() bool { l.mu.Lock(); defer l.mu.Unlock(); return len(l.results) >= 10 })
+	waitUntil(t, "ten creates", func() bool { return completed(l) >= 10 })
 	results := stop(t, l)
 	for _, r := range results {
 		if r.Kind != Create || r.Outcome != OK || r.Attempts != 2 || !r.Replayed || r.Code != "k"+r.Key {
@@ -236,10 +249,7 @@ func TestPaceKeepsTheRate(t *testing.T) {
 	// Not a second of wall clock: on a busy machine the pacer may not yet
 	// have dispatched the last requests due in it, which Stop would drop.
 	waitUntil(t, "the first second's requests", func() bool {
-		l.mu.Lock()
-		n := len(l.results)
-		l.mu.Unlock()
-		return n+int(l.inFlight.Load()) >= 500
+		return completed(l)+int(l.inFlight.Load()) >= 500
 	})
 	results := stop(t, l)
 	inFirst := map[Kind]int{}

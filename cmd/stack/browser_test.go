@@ -310,7 +310,10 @@ func TestBrowser(t *testing.T) {
 	if got := text(".result .host"); !strings.HasPrefix(got, "localhost:") {
 		t.Errorf("result shows the host as %q", got)
 	}
-	if ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { const i = document.querySelector("img.qr"); return i.complete && i.naturalWidth > 0 })()`)); err != nil || !ok {
+	// The image may still be on its way when the result shows: wait for
+	// it to load (an image that fails to load never gets a width).
+	if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](`(() => { const i = document.querySelector("img.qr"); return i.complete && i.naturalWidth > 0 })()`,
+		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
 		t.Errorf("the QR code image did not load (err %v)", err)
 	}
 	shot.take(ctx, "created")
