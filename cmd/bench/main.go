@@ -291,6 +291,9 @@ func (e *env) runRow(ctx context.Context, r row) (measure, error) {
 	if r.codes != "" {
 		args = []string{"get", e.codes[r.codes], strconv.Itoa(e.round * 104729)}
 	}
+	if err := quiesce(ctx, e); err != nil {
+		return measure{}, err
+	}
 	pids := e.servers(r.target)
 	cpu0 := cpuSeconds(e.proc, pids)
 	m, err := e.wrk.run(ctx, e.targets[r.target], 0, args...)
