@@ -2,12 +2,14 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"shortener"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -157,7 +159,7 @@ const requestSize = 8 + 16
 // lock is taken after the batch's segment row and before any count row,
 // by every batch in that order, so it adds no deadlock.
 func newRequests(ctx context.Context, tx *sql.Tx, b shortener.ClickBatch) (map[shortener.ClickRequest]bool, error) {
-	fresh := map[shortener.ClickRequest]bool{}
+	fresh := make(map[shortener.ClickRequest]bool, len(b.Clicks)) // sized once: a batch holds up to 10,000
 	for _, c := range b.Clicks {
 		if c.Request.Known() {
 			fresh[c.Request] = true
@@ -170,7 +172,7 @@ func newRequests(ctx context.Context, tx *sql.Tx, b shortener.ClickBatch) (map[s
 	for r := range fresh {
 		reqs = append(reqs, r)
 	}
-	sort.Slice(reqs, func(a, b int) bool { return requestLess(reqs[a], reqs[b]) })
+	slices.SortFunc(reqs, compareRequests)
 	from, to := reqs[0].At, reqs[len(reqs)-1].At
 	if _, err := tx.ExecContext(ctx, "INSERT INTO click_request_lock (id) VALUES (1) ON DUPLICATE KEY UPDATE id = id"); err != nil {
 		return nil, fmt.Errorf("lock click requests: %w", err)
@@ -221,11 +223,8 @@ func newRequests(ctx context.Context, tx *sql.Tx, b shortener.ClickBatch) (map[s
 	return fresh, nil
 }
 
-func requestLess(a, b shortener.ClickRequest) bool {
-	if a.At != b.At {
-		return a.At < b.At
-	}
-	return bytes.Compare(a.ID[:], b.ID[:]) < 0
+func compareRequests(a, b shortener.ClickRequest) int {
+	return cmp.Or(cmp.Compare(a.At, b.At), bytes.Compare(a.ID[:], b.ID[:]))
 }
 
 // linkIDs looks up the link IDs of the clicks that carry only a code:
