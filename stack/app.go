@@ -110,20 +110,3 @@ func httpStatus(ctx context.Context, url string) (int, error) {
 	resp.Body.Close()
 	return resp.StatusCode, nil
 }
-
-// SetAppEnv replaces Config.AppEnv, the extra variables of every app's
-// environment, and saves it: apps started or restarted from now on, by
-// this process or another, run with it. Running apps keep theirs until
-// restarted (the bench restarts them to compare settings).
-func (s *Stack) SetAppEnv(env []string) error {
-	for _, e := range env {
-		if !strings.Contains(e, "=") {
-			return fmt.Errorf("set app environment: %q is not KEY=value", e)
-		}
-	}
-	s.st.AppEnv = append([]string(nil), env...)
-	return writeState(s.dir, s.st)
-}
-
-// AppEnv returns Config.AppEnv as saved.
-func (s *Stack) AppEnv() []string { return append([]string(nil), s.st.AppEnv...) }

@@ -15,16 +15,22 @@ import (
 	"shortener/stack"
 )
 
-// capacity is a second pair of apps that make bench starts for the create
-// row: the stack's own binary and settings (read from app1's environment:
-// the same MySQL, Redis and keys), with node IDs claimed from MySQL, click
-// journals of their own, and the create rate limits off, behind an nginx
-// from the same template whose per-address limit is out of the way. The
-// stack's limits (100 creates/s per address, and per key) are policy: with
-// them in force the row would measure the limit, not the shortener. The
-// row that keeps them, create/stack, says what they allow.
+// capacity is a pair of apps that make bench starts beside the stack: the
+// stack's own binary and settings (read from app1's environment: the same
+// MySQL, Redis and keys), with node IDs claimed from MySQL, click journals
+// of their own, and the create rate limits off, behind an nginx from the
+// same template whose per-address limit is out of the way. The stack's
+// limits (100 creates/s per address, and per key) are policy: with them in
+// force the create row would measure the limit, not the shortener. The row
+// that keeps them, create/stack, says what they allow.
+//
+// The bench starts two pairs that differ in one setting: counting on (the
+// default; the create and clicks/nginx/on rows) and counting off
+// (clicks/nginx/off). Both are up for the whole run, so the two rows that
+// read counting's cost run seconds apart with nothing restarted between.
 type capacity struct {
 	apps  []*exec.Cmd
+	addrs []string
 	done  []chan error
 	proxy *proxy
 }
@@ -36,8 +42,9 @@ var appSettingsOff = []string{
 	"SHORTENER_TRENDING_SPOOL=", "SHORTENER_PPROF_ADDR=", "SHORTENER_CREATE_RATE=", "SHORTENER_KEY_CREATE_RATE=",
 }
 
-// capacityEnv is app1's environment with what must differ replaced.
-func capacityEnv(app1 []string, name, addr, dir string) []string {
+// capacityEnv is app1's environment with what must differ replaced, and
+// extra (KEY=value) last.
+func capacityEnv(app1 []string, name, addr, dir string, extra ...string) []string {
 	var env []string
 	for _, kv := range app1 {
 		drop := false
@@ -48,13 +55,15 @@ func capacityEnv(app1 []string, name, addr, dir string) []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env,
+	env = append(env,
 		"SHORTENER_ADDR="+addr, "SHORTENER_NODE_ID=auto", "SHORTENER_INSTANCE="+name,
 		"SHORTENER_CLICKS_DIR="+filepath.Join(dir, "clicks"), "SHORTENER_CREATE_RATE=0", "SHORTENER_KEY_CREATE_RATE=0")
+	return append(env, extra...)
 }
 
-// startCapacity starts the two apps and their nginx, with files in dir.
-func startCapacity(ctx context.Context, fs procfs.FS, app1 *stack.Proc, dir string) (_ *capacity, err error) {
+// startCapacity starts the two apps (name1, name2) and their nginx, with
+// files in dir and the settings extra on top of app1's.
+func startCapacity(ctx context.Context, fs procfs.FS, app1 *stack.Proc, dir, name string, extra ...string) (_ *capacity, err error) {
 	p, err := fs.Proc(app1.Pid())
 	if err != nil {
 		return nil, fmt.Errorf("capacity apps: %w", err)
@@ -73,9 +82,8 @@ func startCapacity(ctx context.Context, fs procfs.FS, app1 *stack.Proc, dir stri
 			c.close()
 		}
 	}()
-	var addrs []string
 	for i := range 2 {
-		name := fmt.Sprintf("bench%d", i+1)
+		name := fmt.Sprintf("%s%d", name, i+1)
 		addr, err := freeAddr()
 		if err != nil {
 			return nil, err
@@ -89,7 +97,7 @@ func startCapacity(ctx context.Context, fs procfs.FS, app1 *stack.Proc, dir stri
 			return nil, fmt.Errorf("capacity apps: %w", err)
 		}
 		cmd := exec.Command(bin, "-addr="+addr)
-		cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = capacityEnv(env, name, addr, adir), adir, log, log
+		cmd.Env, cmd.Dir, cmd.Stdout, cmd.Stderr = capacityEnv(env, name, addr, adir, extra...), adir, log, log
 		err = cmd.Start()
 		log.Close()
 		if err != nil {
@@ -97,15 +105,14 @@ func startCapacity(ctx context.Context, fs procfs.FS, app1 *stack.Proc, dir stri
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
-		c.apps, c.done = append(c.apps, cmd), append(c.done, done)
-		addrs = append(addrs, addr)
+		c.apps, c.done, c.addrs = append(c.apps, cmd), append(c.done, done), append(c.addrs, addr)
 	}
-	for i, addr := range addrs {
+	for i, addr := range c.addrs {
 		if err := waitHTTP(ctx, "http://"+addr+"/readyz", c.done[i]); err != nil {
 			return nil, fmt.Errorf("capacity app %d (log in %s): %w", i+1, dir, err)
 		}
 	}
-	c.proxy, err = startProxy(ctx, filepath.Join(dir, "nginx"), addrs, 1_000_000, 1_000, "/healthz")
+	c.proxy, err = startProxy(ctx, filepath.Join(dir, "nginx"), c.addrs, 1_000_000, 1_000, "/healthz")
 	return c, err
 }
 

@@ -26,6 +26,8 @@ func (e *env) servers(target string) []int {
 		roots = append(roots, e.minimalPids[0])
 	case targetCapacity:
 		roots = append(roots, e.capacity.pids()...)
+	case targetCountingOff:
+		roots = append(roots, e.countingOff.pids()...)
 	}
 	return withChildren(e.proc, roots)
 }

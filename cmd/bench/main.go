@@ -27,6 +27,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -118,9 +119,11 @@ type env struct {
 	// minimalPids are the servers.
 	minimalNginxPid int
 	minimalPids     []int
-	capacity        *capacity
-	rep             *report
-	out             io.Writer
+	// capacity and countingOff are the bench's own pairs of apps
+	// behind an nginx each: counting on and off (see capacity).
+	capacity, countingOff *capacity
+	rep                   *report
+	out                   io.Writer
 }
 
 func (e *env) logf(format string, args ...any) { fmt.Fprintf(e.out, format+"\n", args...) }
@@ -204,11 +207,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer m.close()
-	capa, err := startCapacity(ctx, proc, s.Apps()[0], filepath.Join(work, "capacity"))
+	capa, err := startCapacity(ctx, proc, s.Apps()[0], filepath.Join(work, "capacity"), "bench")
 	if err != nil {
 		return err
 	}
 	defer capa.close()
+	off, err := startCapacity(ctx, proc, s.Apps()[0], filepath.Join(work, "counting-off"), "off", "SHORTENER_CLICKS=false")
+	if err != nil {
+		return err
+	}
+	defer off.close()
 
 	rep := &report{Started: started, Machine: describeMachine(ctx, proc), Settings: map[string]string{
 		"rounds": strconv.Itoa(o.rounds), "run length": o.duration.String(),
@@ -220,10 +228,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	e := &env{
 		stack: s, store: st, redis: tier, wrk: w, proc: proc, apiKey: strings.TrimSpace(string(key)),
 		runID: started.UTC().Format("20060102T150405"), links: o.links, settle: o.settle, rep: rep, out: stdout,
-		minimalNginxPid: m.proxy.pid(), minimalPids: m.pids(), capacity: capa,
+		minimalNginxPid: m.proxy.pid(), minimalPids: m.pids(), capacity: capa, countingOff: off,
 		targets: map[string]string{
 			targetNginx: s.BaseURL(), targetApp: "http://" + s.Apps()[0].Addr(),
 			targetMinimalNginx: m.url(), targetMinimal: m.directURL(), targetCapacity: capa.proxy.url(),
+			targetCountingOff: off.proxy.url(),
 		},
 	}
 	e.logf("bench: load1 %.1f at start; %d round(s) of %s runs", rep.Machine.Load1Start, o.rounds, o.duration)
@@ -244,7 +253,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	selected := selectRows(rows(o.hot, o.links), o.only)
 	// A warm-up, not recorded: the hot links into L1, connections opened.
-	for _, t := range []string{targetNginx, targetMinimalNginx} {
+	for _, t := range []string{targetNginx, targetMinimalNginx, targetCapacity, targetCountingOff} {
 		if _, err := w.run(ctx, e.targets[t], rowWarmUpTime, "get", e.codes[codesHot], "0"); err != nil {
 			return err
 		}
@@ -271,8 +280,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	ran := func(name string) bool {
+		return slices.ContainsFunc(selected, func(r row) bool { return r.name == name })
+	}
 	for _, q := range ratios() {
-		rep.Ratios = append(rep.Ratios, ratioResult{Name: q.name, Num: q.num, Den: q.den, Min: q.min})
+		if ran(q.num) && ran(q.den) { // -rows may leave a ratio's rows out
+			rep.Ratios = append(rep.Ratios, ratioResult{Name: q.name, Num: q.num, Den: q.den, Min: q.min})
+		}
 	}
 	rep.Took = time.Since(started).Round(time.Second).String()
 	e.note(fmt.Sprintf("The machine is shared: the one-minute load average was %.1f at the start (see load1 per row). Read the ratios, taken a few seconds apart in the same round, before the absolute figures.", rep.Machine.Load1Start))

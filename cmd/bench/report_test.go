@@ -232,9 +232,9 @@ func TestSelectRows(t *testing.T) {
 func TestCapacityEnv(t *testing.T) {
 	app1 := []string{"PATH=/bin", "SHORTENER_ADDR=127.0.0.1:8081", "SHORTENER_NODE_ID=1", "SHORTENER_INSTANCE=app1",
 		"SHORTENER_MYSQL_DSN=d", "SHORTENER_CLICKS_DIR=/s/app1/clicks", "SHORTENER_CREATE_RATE=100", "SHORTENER_API_KEY=k"}
-	got := strings.Join(capacityEnv(app1, "bench1", "127.0.0.1:9", "/w/bench1"), " ")
-	want := "PATH=/bin SHORTENER_MYSQL_DSN=d SHORTENER_API_KEY=k SHORTENER_ADDR=127.0.0.1:9 SHORTENER_NODE_ID=auto SHORTENER_INSTANCE=bench1 " +
-		"SHORTENER_CLICKS_DIR=/w/bench1/clicks SHORTENER_CREATE_RATE=0 SHORTENER_KEY_CREATE_RATE=0"
+	got := strings.Join(capacityEnv(app1, "off1", "127.0.0.1:9", "/w/off1", "SHORTENER_CLICKS=false"), " ")
+	want := "PATH=/bin SHORTENER_MYSQL_DSN=d SHORTENER_API_KEY=k SHORTENER_ADDR=127.0.0.1:9 SHORTENER_NODE_ID=auto SHORTENER_INSTANCE=off1 " +
+		"SHORTENER_CLICKS_DIR=/w/off1/clicks SHORTENER_CREATE_RATE=0 SHORTENER_KEY_CREATE_RATE=0 SHORTENER_CLICKS=false"
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}

@@ -24,8 +24,7 @@ import (
 type row struct {
 	name string
 	what string
-	// target is where the load goes: targetNginx, targetApp,
-	// targetMinimalNginx or targetMinimal.
+	// target is where the load goes: one of the targets below.
 	target string
 	// codes names the list of codes GETs draw from (codesHot…); empty
 	// makes the row POST creates with the stack's API key.
@@ -49,6 +48,7 @@ const (
 	targetMinimalNginx = "minimal-nginx" // the bench's nginx, two minimal servers behind it
 	targetMinimal      = "minimal"       // one minimal server, directly
 	targetCapacity     = "capacity"      // the bench's nginx and two apps, create limits off
+	targetCountingOff  = "counting-off"  // the same with click counting off
 )
 
 // Lists of codes (written at start, see codeLists).
@@ -65,8 +65,10 @@ func rows(hot, links int) []row {
 	return []row{
 		{name: "redirect/nginx/app", target: targetNginx, codes: codesHot,
 			what: fmt.Sprintf("GET one of %s hot links (uniform) through nginx to both apps: answered from L1", hotN)},
-		{name: "clicks/nginx/off", target: targetNginx, codes: codesHot, before: clicksOff, after: clicksOn,
-			what: "redirect/nginx/app with click counting off (SHORTENER_CLICKS=false): what counting costs"},
+		{name: "clicks/nginx/on", target: targetCapacity, codes: codesHot,
+			what: "the same through the bench's nginx to its two apps (see capacity.go), click counting on"},
+		{name: "clicks/nginx/off", target: targetCountingOff, codes: codesHot,
+			what: "the same to a second such pair with click counting off (SHORTENER_CLICKS=false): what counting costs"},
 		{name: "redirect/nginx/minimal", target: targetMinimalNginx, codes: codesHot,
 			what: "the same through an nginx from the same template to two minimal Go 302 servers"},
 		{name: "redirect/direct/app", target: targetApp, codes: codesHot,
@@ -93,7 +95,7 @@ func rows(hot, links int) []row {
 func ratios() []ratio {
 	return []ratio{
 		{name: "redirects through nginx, app / minimal", num: "redirect/nginx/app", den: "redirect/nginx/minimal", min: 0.85},
-		{name: "redirects through nginx, counting on / off", num: "redirect/nginx/app", den: "clicks/nginx/off", min: 0.9},
+		{name: "redirects through nginx, counting on / off", num: "clicks/nginx/on", den: "clicks/nginx/off", min: 0.9},
 		{name: "redirects direct, app / minimal", num: "redirect/direct/app", den: "redirect/direct/minimal", min: 0.9},
 	}
 }
@@ -146,36 +148,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// clicksOff restarts the apps with click counting off; clicksOn restarts
-// them as they were. The rows between are read against
-// redirect/nginx/app, which runs with counting on (the default).
-func clicksOff(ctx context.Context, e *env) error {
-	return restartApps(ctx, e, append(e.stack.AppEnv(), "SHORTENER_CLICKS=false"))
-}
-
-func clicksOn(ctx context.Context, e *env) error {
-	env := e.stack.AppEnv()
-	if n := len(env); n > 0 && env[n-1] == "SHORTENER_CLICKS=false" {
-		env = env[:n-1]
-	}
-	return restartApps(ctx, e, env)
-}
-
-// restartApps saves env as the apps' extra environment and restarts them
-// one at a time.
-func restartApps(ctx context.Context, e *env, env []string) error {
-	if err := e.stack.SetAppEnv(env); err != nil {
-		return err
-	}
-	for _, a := range e.stack.Apps() {
-		if err := a.Restart(ctx); err != nil {
-			return fmt.Errorf("restart %s: %w", a.Name, err)
-		}
-	}
-	e.logf("  apps restarted with %v", env)
-	return nil
-}
-
 // quiesce waits, before a timed row, until every app has shipped its
 // click journal and sent its trending batches to Redis. The rows before
 // leave a backlog (the working-set rows click up to a million links) that
@@ -189,14 +161,14 @@ func quiesce(ctx context.Context, e *env) error {
 	start := time.Now()
 	for {
 		busy := ""
-		for _, a := range e.stack.Apps() {
-			m, err := chaos.Scrape(ctx, client, "http://"+a.Addr())
+		for _, addr := range e.appAddrs() {
+			m, err := chaos.Scrape(ctx, client, "http://"+addr)
 			if err != nil {
 				busy = err.Error()
 				break
 			}
 			if m.Sum("shortener_click_oldest_unshipped_seconds") > 0 || m.Sum("shortener_trending_queued_slots") > 0 {
-				busy = a.Name + " is still shipping clicks or sending trending batches"
+				busy = "the app on " + addr + " is still shipping clicks or sending trending batches"
 				break
 			}
 		}
@@ -214,6 +186,15 @@ func quiesce(ctx context.Context, e *env) error {
 			return err
 		}
 	}
+}
+
+// appAddrs are the addresses of every app: the stack's and the bench's.
+func (e *env) appAddrs() []string {
+	var addrs []string
+	for _, a := range e.stack.Apps() {
+		addrs = append(addrs, a.Addr())
+	}
+	return append(append(addrs, e.capacity.addrs...), e.countingOff.addrs...)
 }
 
 // quiesceMax bounds quiesce's wait.
