@@ -75,6 +75,10 @@ type Shipper struct {
 	lastBeat  time.Time
 	lastPurge time.Time
 	oldest    atomic.Int64 // Unix ns of the oldest unshipped click; 0: none known
+	// buf holds what a step reads, kept from step to step: a fresh
+	// megabyte a second, cleared by the allocator and then collected,
+	// was a quarter of the shipper's CPU under steady traffic.
+	buf []byte
 
 	shipped, batches, corrupt, errs, dups, purged prometheus.Counter
 }
@@ -286,10 +290,15 @@ const maxRead = 1 << 20
 // read parses the segment from start up to limit.
 func (s *Shipper) read(start, limit int64) (scan, error) {
 	n := min(limit-start, maxRead)
-	buf := make([]byte, n)
-	if _, err := s.f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
+	if int64(cap(s.buf)) < n {
+		s.buf = make([]byte, n)
+	}
+	buf := s.buf[:n]
+	got, err := s.f.ReadAt(buf, start)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return scan{}, fmt.Errorf("read journal segment %d: %w", s.seq, err)
 	}
+	clear(buf[got:]) // past the file's end reads as the zeros of a fresh buffer
 	sc := parse(buf, start, start+n == limit, s.cfg.MaxBatch)
 	if sc.next == start && len(sc.clicks) == 0 {
 		// A record straddles the read window: cannot happen with
