@@ -163,7 +163,7 @@ func New(cfg Config, origin Origin, outbox Outbox, log *slog.Logger, reg prometh
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("new cache: %w", err)
 	}
-	m, err := newMetrics(reg)
+	m, err := newMetrics(reg, cfg.Timeout)
 	if err != nil {
 		return nil, fmt.Errorf("new cache: register metrics: %w", err)
 	}

@@ -1,6 +1,11 @@
 package cache
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"math"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // metrics counts what each tier of the lookup path did. They are the
 // evidence the chaos runs and tests read: "lookups went back to Redis" is a
@@ -12,6 +17,7 @@ type metrics struct {
 	// label lookup per request is work the hot path need not do.
 	l1Hit, l1NegHit, l1Miss prometheus.Counter
 	redis                   *prometheus.CounterVec // role, result: hit, miss, error, skipped
+	redisWait               prometheus.Histogram   // seconds a lookup spent on Redis
 	fills                   *prometheus.CounterVec // result: ok, error, skipped, dropped
 	origin                  *prometheus.CounterVec // result: found, not_found, error (one per query)
 	shared                  prometheus.Counter
@@ -23,7 +29,17 @@ type metrics struct {
 	limits                  *prometheus.CounterVec // result: ok, error, skipped, dropped
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// waitBuckets are the Redis lookup histogram's bounds, in deadlines: what
+// DESIGN.md promises ("no request waits more than one Redis deadline") is
+// the count above the first bound past one deadline, which leaves a
+// quarter of a deadline for the scheduler.
+var waitBuckets = []float64{0.02, 0.05, 0.1, 0.25, 0.5, 1, 1.25, 2}
+
+func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, error) {
+	bounds := make([]float64, len(waitBuckets))
+	for i, b := range waitBuckets {
+		bounds[i] = math.Round(b*deadline.Seconds()*1e6) / 1e6 // "0.0025", not "0.0025000000000000005"
+	}
 	m := &metrics{
 		lookups: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shortener_lookups_total",
@@ -37,6 +53,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "shortener_redis_lookups_total",
 			Help: "Redis lookups by node role and result: hit, miss, error, or skipped (breaker not closed, or invalidation pending).",
 		}, []string{"role", "result"}),
+		redisWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "shortener_redis_lookup_duration_seconds",
+			Help:    "Time a lookup spent on Redis (a replica read, the wait for a connection included), which the Redis deadline bounds; the buckets are fractions and multiples of that deadline.",
+			Buckets: bounds,
+		}),
 		fills: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shortener_redis_fills_total",
 			Help: "Writes of a link into Redis (master) after a miss or a create, by result; they run off the request path, and dropped counts those the full queue refused.",
@@ -74,7 +95,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Admitted creates counted against the shared rate limits in Redis, off the request path: ok, error, skipped (write breaker not closed), dropped (queue full).",
 		}, []string{"result"}),
 	}
-	for _, c := range []prometheus.Collector{m.lookups, m.l1, m.redis, m.fills, m.origin, m.shared,
+	for _, c := range []prometheus.Collector{m.lookups, m.l1, m.redis, m.redisWait, m.fills, m.origin, m.shared,
 		m.transitions, m.state, m.events, m.pending, m.invalidated, m.limits} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

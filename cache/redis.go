@@ -134,9 +134,11 @@ func (c *Cache) lookupRedis(ctx context.Context, code string) (shortener.Link, s
 	if !c.read.allow() {
 		return shortener.Link{}, resultSkipped
 	}
+	began := time.Now()
 	val, err := run(ctx, c.read, func(ctx context.Context, r *redis.Client) (string, error) {
 		return r.Get(ctx, key(code)).Result()
 	})
+	c.m.redisWait.Observe(time.Since(began).Seconds())
 	switch {
 	case errors.Is(err, redis.Nil):
 		return shortener.Link{}, resultMiss

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"shortener/cache"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -162,12 +163,28 @@ func BackOnRedis(key string, within time.Duration) Measure {
 	}
 }
 
-// WithinOneDeadline checks that no request of the fault phase waited
-// longer than the steady phase's slowest plus one Redis deadline: nothing
-// waited on the broken master.
+// WithinOneDeadline checks DESIGN.md's promise for a frozen or cut-off
+// master, "no request waits more than one Redis deadline", where it is
+// kept: in each app's histogram of the time a lookup spent on Redis, none
+// of the fault phase's lookups may land above the first bucket past one
+// deadline (a quarter of a deadline is left for the scheduler). The
+// slowest request as the client saw it is reported beside it against the
+// steady phase's slowest plus one deadline: that comparison carries the
+// machine's noise too (partition-master once came 2 ms over, 64 ms, in a
+// second whose p99 was 15 ms), so it informs and does not decide.
 func WithinOneDeadline(r *Run) []Check {
+	bound, key := waitBoundPast(r.Samples, r.Config.RedisTimeout)
+	var over float64
+	for _, a := range r.Apps {
+		over += growth(r.Samples, a, key, r.Fault())
+	}
+	got := fmt.Sprintf("%.0f above %.1f ms (the first bucket past one deadline)", over, float64(bound)/float64(time.Millisecond))
+	if key == "" {
+		got = "no histogram on /metrics"
+	}
+	out := []Check{{ID: "redis-wait", What: "lookups of the fault phase that waited on Redis longer than one deadline (the apps' histogram)",
+		Want: "0", Got: got, OK: key != "" && over == 0, Required: true, Timing: true}}
 	steady, fault := r.Report.Phases[1], r.Report.Phases[2]
-	var out []Check
 	for _, k := range []struct {
 		name          string
 		steady, fault PhaseStats
@@ -175,9 +192,34 @@ func WithinOneDeadline(r *Run) []Check {
 		limit := k.steady.Latency.Max + r.Config.RedisTimeout
 		out = append(out, Check{ID: "deadline." + k.name, What: fmt.Sprintf("slowest %s during the fault", k.name),
 			Want: fmt.Sprintf("≤ steady max + one Redis deadline = %s", ms(limit)), Got: ms(k.fault.Latency.Max),
-			OK: k.fault.Latency.Max <= limit, Required: true, Timing: true})
+			OK: k.fault.Latency.Max <= limit})
 	}
 	return out
+}
+
+// waitBoundPast finds, among the scraped bounds of the Redis lookup
+// histogram, the first clearly above deadline (past 1.1 deadlines: the
+// bounds are products of floats), and its key.
+func waitBoundPast(samples []Sample, deadline time.Duration) (time.Duration, string) {
+	var bound time.Duration
+	key := ""
+	for _, s := range samples {
+		for k := range s.Values {
+			rest, ok := strings.CutPrefix(k, keyWaitOver)
+			if !ok {
+				continue
+			}
+			sec, err := strconv.ParseFloat(rest, 64)
+			b := time.Duration(sec * float64(time.Second))
+			if err == nil && b > deadline+deadline/10 && (key == "" || b < bound) {
+				bound, key = b, k
+			}
+		}
+		if key != "" {
+			break
+		}
+	}
+	return bound, key
 }
 
 // SlowestRedirectBelow checks the slowest redirect of the fault phase.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,7 @@ const (
 	keyState    = "state/"        // + breaker: shortener_breaker_state{breaker}
 	keyTrans    = "transition/"   // + breaker/from/to: shortener_breaker_transitions_total
 	keySwitched = "switch_master" // shortener_sentinel_events_total{event="switch_master"}
+	keyWaitOver = "redis_over/"   // + bucket bound in seconds: Redis lookups slower than it (shortener_redis_lookup_duration_seconds)
 )
 
 // App is an app instance whose /metrics a run scrapes directly, not
@@ -190,6 +192,14 @@ func (m Metrics) keep() map[string]float64 {
 	m.each("shortener_breaker_transitions_total", func(l model.Metric, v float64) {
 		vals[keyTrans+string(l["breaker"]+"/"+l["from"]+"/"+l["to"])] = v
 	})
+	if fam, ok := m["shortener_redis_lookup_duration_seconds"]; ok {
+		for _, mt := range fam.GetMetric() {
+			h := mt.GetHistogram()
+			for _, b := range h.GetBucket() {
+				vals[keyWaitOver+strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)] += float64(h.GetSampleCount() - b.GetCumulativeCount())
+			}
+		}
+	}
 	m.each("shortener_sentinel_events_total", func(l model.Metric, v float64) {
 		if l["event"] == "switch_master" {
 			vals[keySwitched] = v

@@ -20,6 +20,12 @@ shortener_breaker_state{breaker="read"} 0
 shortener_breaker_state{breaker="write"} 1
 shortener_breaker_transitions_total{breaker="write",from="closed",to="open"} 2
 shortener_sentinel_events_total{event="switch_master"} 1
+# TYPE shortener_redis_lookup_duration_seconds histogram
+shortener_redis_lookup_duration_seconds_bucket{le="0.05"} 90
+shortener_redis_lookup_duration_seconds_bucket{le="0.0625"} 98
+shortener_redis_lookup_duration_seconds_bucket{le="+Inf"} 100
+shortener_redis_lookup_duration_seconds_sum 1.2
+shortener_redis_lookup_duration_seconds_count 100
 go_gc_duration_seconds{quantile="0.5"} 1.5e-05
 some_other{label="with \"quotes\", and a comma"} 3
 `
@@ -34,6 +40,7 @@ func TestParseMetricsKeepsTheSeriesARunReads(t *testing.T) {
 		keyLookups: 1200, keyHits: 750, keyFillsOK: 31, keyMySQL: 15,
 		keyState + "read": 0, keyState + "write": 1,
 		keyTrans + "write/closed/open": 2, keySwitched: 1,
+		keyWaitOver + "0.05": 10, keyWaitOver + "0.0625": 2, keyWaitOver + "+Inf": 0,
 	}
 	if len(got) != len(want) {
 		t.Errorf("got %d series %v, want %d", len(got), got, len(want))
@@ -120,5 +127,32 @@ func TestGrowthOverAWindow(t *testing.T) {
 	// Scrapes at 0.2 … 0.8 s: growth from 10 (at 0.2 s) to 20 (at 0.8 s).
 	if got := growth(ss, "app1", keyMySQL, Window{200 * time.Millisecond, 900 * time.Millisecond}); got != 10 {
 		t.Errorf("growth = %v, want 10", got)
+	}
+}
+
+// TestRedisWaitPastOneDeadline: the check reads the first histogram bound
+// past one deadline, over the fault phase only, on every app.
+func TestRedisWaitPastOneDeadline(t *testing.T) {
+	over := keyWaitOver + "0.0625"
+	ss := append(series("app1", over, 0, 3, 3, 3, 5), series("app2", over, 0, 0, 0, 1, 1)...)
+	for i := range ss {
+		ss[i].Values[keyWaitOver+"0.05"] = 100 // at the deadline: allowed
+	}
+	phases := []Window{{0, 0}, {0, 300 * time.Millisecond}, {300 * time.Millisecond, 700 * time.Millisecond}, {700 * time.Millisecond, time.Second}}
+	run := func() *Run {
+		return &Run{Config: Config{RedisTimeout: 50 * time.Millisecond}, Samples: ss, Apps: []string{"app1", "app2"},
+			Phases: phases, Report: &Report{Phases: make([]Phase, 4)}}
+	}
+	got := WithinOneDeadline(run())[0]
+	if got.OK || !strings.HasPrefix(got.Got, "1 ") {
+		t.Errorf("check = %+v, want 1 lookup over (app2 at 0.6 s; app1's 3 came before the fault)", got)
+	}
+	ss = series("app1", over, 0, 3, 3, 3, 5)
+	if got := WithinOneDeadline(run())[0]; !got.OK {
+		t.Errorf("check = %+v, want it to hold", got)
+	}
+	ss = series("app1", keyLookups, 0, 1, 2, 3, 4)
+	if got := WithinOneDeadline(run())[0]; got.OK {
+		t.Errorf("check without the histogram = %+v, want it to fail", got)
 	}
 }

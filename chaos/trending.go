@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"shortener/trending"
 	"slices"
@@ -23,7 +24,8 @@ import (
 // clicks account checks that MySQL stores exactly those per code, so it is
 // MySQL's truth whenever that check holds. The load draws the same Zipf
 // popularity over the same links in every scenario, so the 5m window
-// (which may reach into the scenario before) has the same top 10.
+// (which may reach into the scenario before) has the same top 10; clicks
+// from before the run are waited out (AwaitQuietTrending).
 //
 // Keep it last in Accounts(): its clock starts when Open returns, and the
 // load starts right after the last account opened.
@@ -70,6 +72,41 @@ func (Trending) Open(ctx context.Context, env *Env) (Settle, error) {
 		asker.Wait()
 		return trendingEntry(run, env.Links, answers), nil
 	}, nil
+}
+
+// trendingQuiet bounds AwaitQuietTrending: the 5m window and its
+// buckets' rounding, with room to spare.
+const trendingQuiet = 7 * time.Minute
+
+// AwaitQuietTrending waits, up to trendingQuiet, until trending's 5m
+// window holds no link. Clicks of an earlier run on the same stack
+// (another make chaos, make bench) would otherwise outrank this run's
+// links in its first scenarios, while the truth is this run's redirects
+// alone. It says on log what it waits for; a stack that cannot tell (no
+// answer) or stays busy is run anyway, with a line saying so.
+func (r *Runner) AwaitQuietTrending(ctx context.Context, log io.Writer) error {
+	env := &Env{Target: r.t, Client: r.client, Config: r.cfg}
+	until := time.Now().Add(trendingQuiet)
+	for waited := false; ; waited = true {
+		a := askTrending(ctx, env)
+		switch {
+		case a.status != http.StatusOK:
+			fmt.Fprintf(log, "trending did not answer (status %d); its figures may be off\n", a.status)
+			return nil
+		case len(a.codes) == 0:
+			return nil
+		case time.Now().After(until):
+			fmt.Fprintf(log, "trending's 5m window still holds %d links after %s; its figures will be off\n", len(a.codes), trendingQuiet)
+			return nil
+		case !waited:
+			fmt.Fprintf(log, "waiting for earlier clicks to leave trending's 5m window (up to %s)\n", trendingQuiet)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Second):
+		}
+	}
 }
 
 // askTrending sends one request, as a client would, and times it.

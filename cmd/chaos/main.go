@@ -121,6 +121,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	begin := time.Now()
 	fmt.Fprintf(stdout, "chaos run %s against %s: %d scenarios, %.0f requests/s\n", o.cfg.RunID, s.BaseURL(), len(o.scenarios), o.cfg.Rate)
+	if err := r.AwaitQuietTrending(ctx, stdout); err != nil {
+		return err
+	}
 	if err := r.Setup(ctx); err != nil {
 		return err
 	}
