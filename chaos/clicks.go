@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"shortener/stack"
 )
 
 // Clicks is the account of clicks: per code, the redirects the load
@@ -95,7 +97,7 @@ func (Clicks) Open(ctx context.Context, env *Env) (Settle, error) {
 func waitShipped(ctx context.Context, db *sql.DB, t time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, clicksDrain)
 	defer cancel()
-	err := poll(ctx, 250*time.Millisecond, func() error {
+	err := stack.Poll(ctx, 250*time.Millisecond, func(ctx context.Context) error {
 		var asOf sql.NullTime
 		err := db.QueryRowContext(ctx, "SELECT MIN(caught_up_at) FROM click_journals WHERE updated_at > NOW(3) - INTERVAL 600 SECOND").Scan(&asOf)
 		if err == nil && asOf.Valid && asOf.Time.Before(t) {

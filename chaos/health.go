@@ -61,7 +61,7 @@ func healOrder(s *stack.Stack) []*stack.Proc {
 // and nginx answering (the target's apps and base URL). It returns the
 // last reason it was not, if ctx ends first.
 func WaitHealthy(ctx context.Context, s *stack.Stack, t Target, c *http.Client) error {
-	if err := poll(ctx, healthPoll, func() error { return healthy(ctx, s, t, c) }); err != nil {
+	if err := stack.Poll(ctx, healthPoll, func(ctx context.Context) error { return healthy(ctx, s, t, c) }); err != nil {
 		return fmt.Errorf("wait healthy: %w", err)
 	}
 	return nil

@@ -190,30 +190,12 @@ func others(procs []*stack.Proc, not ...*stack.Proc) []*stack.Proc {
 func waitFor(ctx context.Context, limit time.Duration, cond func() bool) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	return poll(ctx, 20*time.Millisecond, func() error {
+	return stack.Poll(ctx, 20*time.Millisecond, func(context.Context) error {
 		if !cond() {
 			return errors.New("not yet")
 		}
 		return nil
 	})
-}
-
-// poll calls check every interval until it returns nil or ctx ends; the
-// error then carries check's last, which says what was awaited.
-func poll(ctx context.Context, every time.Duration, check func() error) error {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (last: %v)", ctx.Err(), err)
-		case <-t.C:
-		}
-	}
 }
 
 // ScenarioNamed returns the scenario called name.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"shortener/stack"
@@ -129,7 +128,7 @@ func Scenarios() []Scenario {
 					s.Note("", "before the sentinels return, the one left still names %s", m.Name)
 				}
 				sent := s.Stack.Sentinels()
-				if err := all(sent[1:], func(p *stack.Proc) error { return p.Restart(ctx) }); err != nil {
+				if err := stack.AtOnce(sent[1:], func(p *stack.Proc) error { return p.Restart(ctx) }); err != nil {
 					return err
 				}
 				s.Note(markSentBack, "restarted %s and %s: quorum is back", sent[1].Name, sent[2].Name)
@@ -285,12 +284,7 @@ func masterAndApp(ctx context.Context, s *Scene) error {
 	}
 	app := s.Stack.Apps()[0]
 	s.Note(markMasterGone, "SIGKILL %s (master) and %s at the same moment", m1.Name, app.Name)
-	var wg sync.WaitGroup
-	var kerr [2]error
-	wg.Go(func() { kerr[0] = m1.Kill() })
-	wg.Go(func() { kerr[1] = app.Kill() })
-	wg.Wait()
-	if err := errors.Join(kerr[:]...); err != nil {
+	if err := stack.AtOnce([]*stack.Proc{m1, app}, (*stack.Proc).Kill); err != nil {
 		return err
 	}
 	m2, err := s.watchPromotion(ctx, m1, markPromoted)(ctx)
@@ -352,15 +346,4 @@ func (s *Scene) restartApp(ctx context.Context, a *stack.Proc) error {
 	}
 	s.Note(markAppReady+a.Name, "restarted %s; it answers /readyz", a.Name)
 	return nil
-}
-
-// all runs do on every proc at once and returns their errors.
-func all(procs []*stack.Proc, do func(*stack.Proc) error) error {
-	errs := make([]error, len(procs))
-	var wg sync.WaitGroup
-	for i, p := range procs {
-		wg.Go(func() { errs[i] = do(p) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }

@@ -87,7 +87,7 @@ func (s *Stack) WaitMaster(ctx context.Context, not *Proc) (*Proc, error) {
 	ctx, cancel := withDefaultTimeout(ctx, defaultWaitTimeout)
 	defer cancel()
 	var master *Proc
-	err := poll(ctx, readyPoll, func(ctx context.Context) error {
+	err := Poll(ctx, readyPoll, func(ctx context.Context) error {
 		m, err := s.Master(ctx)
 		if err != nil {
 			return err
@@ -155,7 +155,7 @@ func (s *Stack) WaitSwitched(ctx context.Context, master *Proc) error {
 // seconds, so this takes a couple of seconds.
 func (s *Stack) waitSentinels(ctx context.Context, master *Proc, whole bool) error {
 	name := s.st.MasterName
-	err := poll(ctx, readyPoll, func(ctx context.Context) error {
+	err := Poll(ctx, readyPoll, func(ctx context.Context) error {
 		for _, sp := range s.sentinels {
 			reply, err := do(ctx, sp.Addr(), "SENTINEL", "MASTER", name)
 			if err != nil {

@@ -146,7 +146,7 @@ func TestPidFileOfOtherProcess(t *testing.T) {
 	// until sleep runs: a real server is past its start-up by now.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = poll(ctx, controlPoll, func(context.Context) error {
+	err = Poll(ctx, controlPoll, func(context.Context) error {
 		for _, m := range groupMembers(pid) {
 			if argv := cmdline(m); len(argv) > 0 && argv[0] == "sleep" {
 				return nil

@@ -197,7 +197,7 @@ func (p *Proc) launch(ctx context.Context, fresh bool) error {
 	// whatever holds the port and take it for ours. The wait covers a
 	// predecessor whose sockets the kernel is still closing.
 	portCtx, cancel := context.WithTimeout(ctx, portWait)
-	err := poll(portCtx, controlPoll, func(context.Context) error {
+	err := Poll(portCtx, controlPoll, func(context.Context) error {
 		if !portFree(p.Port) {
 			return portInUse(p.Name, p.Port)
 		}
@@ -266,7 +266,7 @@ func (p *Proc) launch(ctx context.Context, fresh bool) error {
 	p.s.log.Debug("started", "proc", p.Name, "pid", c.pid, "addr", p.Addr())
 
 	begin := time.Now()
-	err = poll(ctx, readyPoll, func(ctx context.Context) error {
+	err = Poll(ctx, readyPoll, func(ctx context.Context) error {
 		select {
 		case <-c.done:
 			return permanent{fmt.Errorf("exited during start-up (%v); %s ends:\n%s", c.err, p.LogFile(), p.LogTail(15))}
@@ -362,7 +362,7 @@ func (p *Proc) waitGone(pid int, d time.Duration) error {
 			return fmt.Errorf("pid %d still running after %v", pid, d)
 		}
 	} else {
-		err := poll(ctx, controlPoll, func(context.Context) error {
+		err := Poll(ctx, controlPoll, func(context.Context) error {
 			if alive(pid) {
 				return fmt.Errorf("pid %d still running", pid)
 			}
@@ -389,7 +389,7 @@ func (p *Proc) signalAndWait(sig syscall.Signal, wantFrozen bool) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), signalWait)
 	defer cancel()
-	return poll(ctx, controlPoll, func(context.Context) error {
+	return Poll(ctx, controlPoll, func(context.Context) error {
 		if !alive(pid) {
 			return permanent{ErrNotRunning}
 		}

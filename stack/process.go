@@ -122,9 +122,10 @@ type permanent struct{ err error }
 func (e permanent) Error() string { return e.err.Error() }
 func (e permanent) Unwrap() error { return e.err }
 
-// poll calls check every interval until it returns nil, returns a permanent
+// Poll calls check every interval until it returns nil, returns a permanent
 // error, or ctx ends; on timeout the last check's error says what was awaited.
-func poll(ctx context.Context, every time.Duration, check func(context.Context) error) error {
+// Package chaos polls with it too.
+func Poll(ctx context.Context, every time.Duration, check func(context.Context) error) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

@@ -379,7 +379,7 @@ func (s *Stack) startRedis(ctx context.Context) error {
 	if err := launchAll(ctx, s.redis); err != nil {
 		return err
 	}
-	err := poll(ctx, readyPoll, func(ctx context.Context) error { return s.Replicated(ctx, s.redis[0]) })
+	err := Poll(ctx, readyPoll, func(ctx context.Context) error { return s.Replicated(ctx, s.redis[0]) })
 	if err != nil {
 		return fmt.Errorf("wait replicas: %w", err)
 	}
@@ -391,11 +391,11 @@ func (s *Stack) startRedis(ctx context.Context) error {
 
 // launchAll starts procs concurrently, fresh, and waits until each is ready.
 func launchAll(ctx context.Context, procs []*Proc) error {
-	return atOnce(procs, func(p *Proc) error { return p.start(ctx, true) })
+	return AtOnce(procs, func(p *Proc) error { return p.start(ctx, true) })
 }
 
-// atOnce runs f on every proc concurrently and joins their errors.
-func atOnce(procs []*Proc, f func(*Proc) error) error {
+// AtOnce runs f on every proc concurrently and joins their errors.
+func AtOnce(procs []*Proc, f func(*Proc) error) error {
 	errs := make([]error, len(procs))
 	var wg sync.WaitGroup
 	for i, p := range procs {
@@ -482,7 +482,7 @@ func (s *Stack) Close() error {
 		maxTier = max(maxTier, p.k.tier)
 	}
 	for tier := maxTier; tier >= 0; tier-- {
-		errs = append(errs, atOnce(byTier[tier], (*Proc).close))
+		errs = append(errs, AtOnce(byTier[tier], (*Proc).close))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close stack: %w", err)
