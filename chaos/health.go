@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -45,10 +46,7 @@ func Heal(ctx context.Context, s *stack.Stack) error {
 // healOrder is the order Heal visits processes in: MySQL, sentinels,
 // Redis, apps, nginx.
 func healOrder(s *stack.Stack) []*stack.Proc {
-	out := []*stack.Proc{s.MySQL()}
-	out = append(out, s.Sentinels()...)
-	out = append(out, s.Redis()...)
-	out = append(out, s.Apps()...)
+	out := slices.Concat([]*stack.Proc{s.MySQL()}, s.Sentinels(), s.Redis(), s.Apps())
 	if n := s.Nginx(); n != nil {
 		out = append(out, n)
 	}

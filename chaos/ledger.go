@@ -5,7 +5,9 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -216,12 +218,7 @@ func checkCreates(results []Result, stored []StoredLink, keys map[string]string,
 			p(problemUnresolved, fmt.Sprintf("resolves to %d %q (%s), want 302 to its URL", res.Status, res.Location, res.Err))
 		}
 	}
-	urls := make([]string, 0, len(byURL))
-	for u := range byURL {
-		urls = append(urls, u)
-	}
-	sort.Strings(urls)
-	for _, u := range urls {
+	for _, u := range slices.Sorted(maps.Keys(byURL)) {
 		if codes := byURL[u]; len(codes) > 1 {
 			sort.Strings(codes)
 			t.problems = append(t.problems, Problem{Kind: problemDuplicated, URL: u, Why: fmt.Sprintf("stored %d times, codes %v", len(codes), codes)})

@@ -3,6 +3,8 @@ package chaos
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -222,18 +224,13 @@ func statusList(m map[int]int) string {
 	if len(m) == 0 {
 		return "nothing (none due)"
 	}
-	keys := make([]int, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Ints(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		name := fmt.Sprint(k)
 		if k == 0 {
 			name = "no answer"
 		}
-		parts[i] = fmt.Sprintf("%s ×%d", name, m[k])
+		parts = append(parts, fmt.Sprintf("%s ×%d", name, m[k]))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -76,15 +75,13 @@ func configureRedis(ctx context.Context, p *Proc, fresh bool) error {
 // confReplicaOf returns the master port of the last replicaof (or, from
 // older rewrites, slaveof) line in a redis config file.
 func confReplicaOf(path string) (int, bool) {
-	f, err := os.Open(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, false
 	}
-	defer f.Close()
 	port, ok := 0, false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		w := strings.Fields(sc.Text())
+	for line := range strings.Lines(string(b)) {
+		w := strings.Fields(line)
 		if len(w) == 3 && (strings.EqualFold(w[0], "replicaof") || strings.EqualFold(w[0], "slaveof")) {
 			if n, err := strconv.Atoi(w[2]); err == nil {
 				port, ok = n, true
