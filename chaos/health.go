@@ -99,17 +99,9 @@ func healthy(ctx context.Context, s *stack.Stack, t Target, c *http.Client) erro
 
 // want200 GETs url and wants 200.
 func want200(ctx context.Context, c *http.Client, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
+	a, err := send(ctx, c, url, "", nil, 2*time.Second) // healthy bounds ctx as well
+	if err == nil && a.status != http.StatusOK {
+		err = fmt.Errorf("GET %s: %d", strings.TrimPrefix(url, "http://"), a.status)
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %d", strings.TrimPrefix(url, "http://"), resp.StatusCode)
-	}
-	return nil
+	return err
 }

@@ -78,10 +78,11 @@ func (s *Scraper) poll(a App) {
 	defer t.Stop()
 	for {
 		smp := Sample{At: time.Since(s.start), App: a.Name}
-		vals, err := scrape(s.client, a.URL, s.every)
-		if err == nil {
-			smp.Up, smp.Values = true, vals
+		ctx, cancel := context.WithTimeout(context.Background(), s.every)
+		if m, err := Scrape(ctx, s.client, a.URL); err == nil {
+			smp.Up, smp.Values = true, m.keep()
 		}
+		cancel()
 		s.mu.Lock()
 		s.samples = append(s.samples, smp)
 		s.mu.Unlock()
@@ -102,18 +103,6 @@ func (s *Scraper) Stop() []Sample {
 	out := append([]Sample(nil), s.samples...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
 	return out
-}
-
-// scrape reads one app's /metrics, bounded by timeout, and keeps the
-// series a run needs.
-func scrape(c *http.Client, base string, timeout time.Duration) (map[string]float64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	m, err := Scrape(ctx, c, base)
-	if err != nil {
-		return nil, err
-	}
-	return m.keep(), nil
 }
 
 // Metrics is one scrape of an app's /metrics, by metric family.
