@@ -87,7 +87,7 @@ func configureNginx(_ context.Context, p *Proc, fresh bool) error {
 	if err != nil {
 		return fmt.Errorf("render nginx.conf: %w", err)
 	}
-	return writeFileAtomic(path, b)
+	return WriteFileAtomic(path, b, 0o644)
 }
 
 // nginxArgs run nginx in the foreground, so that the stack's pid and log

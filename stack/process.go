@@ -102,7 +102,7 @@ func readPidFile(path string) int {
 }
 
 func writePidFile(path string, pid int) error {
-	if err := writeFileAtomic(path, []byte(strconv.Itoa(pid)+"\n")); err != nil {
+	if err := WriteFileAtomic(path, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
 		return fmt.Errorf("write pid file: %w", err)
 	}
 	return nil

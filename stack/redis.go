@@ -69,7 +69,7 @@ func configureRedis(ctx context.Context, p *Proc, fresh bool) error {
 	b.WriteString("# Written by package stack on every start. Sentinels may rewrite it\n" +
 		"# (replicaof) while the node runs; the next start replaces it again.\n")
 	b.WriteString(RedisConf(node))
-	return writeFileAtomic(redisConf(p), []byte(b.String()))
+	return WriteFileAtomic(redisConf(p), []byte(b.String()), 0o644)
 }
 
 // confReplicaOf returns the master port of the last replicaof (or, from
@@ -118,7 +118,7 @@ func configureSentinel(_ context.Context, p *Proc, fresh bool) error {
 		FailoverTimeout: time.Duration(st.FailoverTimeoutMS) * time.Millisecond,
 		Script:          script,
 	}))
-	return writeFileAtomic(path, []byte(b.String()))
+	return WriteFileAtomic(path, []byte(b.String()), 0o644)
 }
 
 // pingReady is a Redis node's readiness: it answers PING (a node still

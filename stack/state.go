@@ -162,7 +162,7 @@ func writeState(dir string, st state) error {
 	if err != nil {
 		return fmt.Errorf("write state: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, stateFile), append(b, '\n')); err != nil {
+	if err := WriteFileAtomic(filepath.Join(dir, stateFile), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write state: %w", err)
 	}
 	return nil
@@ -183,8 +183,9 @@ func readState(dir string) (state, error) {
 	return st, nil
 }
 
-// writeFileAtomic replaces path with data via a temporary file and rename.
-func writeFileAtomic(path string, data []byte) error {
+// WriteFileAtomic replaces path with data (mode perm) through a temporary
+// file and rename: no reader sees half a file. cmd/stack writes keys with it.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
 		return err
@@ -194,7 +195,7 @@ func writeFileAtomic(path string, data []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
+		err = os.Chmod(f.Name(), perm)
 	}
 	if err == nil {
 		err = os.Rename(f.Name(), path)

@@ -131,13 +131,7 @@ func ensureAPIKey(path string) error {
 	if _, err := rand.Read(key); err != nil {
 		return fmt.Errorf("api key: %w", err)
 	}
-	tmp := path + ".new"
-	os.Remove(tmp) // WriteFile keeps the mode of a file that exists
-	if err := os.WriteFile(tmp, []byte(hex.EncodeToString(key)+"\n"), 0o600); err != nil {
-		return fmt.Errorf("api key: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := stack.WriteFileAtomic(path, []byte(hex.EncodeToString(key)+"\n"), 0o600); err != nil {
 		return fmt.Errorf("api key: %w", err)
 	}
 	return nil
