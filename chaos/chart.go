@@ -173,12 +173,7 @@ func (r *Report) WriteChart(w io.Writer) error {
 		for _, br := range []string{"read", "write"} {
 			y := bt.top + float64(rowIdx)*breakerRow
 			p(`<text x="%d" y="%.1f" text-anchor="end">%s %s</text>`+"\n", chartLeft-4, y+breakerRow-3, esc(app), br)
-			var states []BreakerState
-			for _, s := range r.BreakerStates {
-				if s.App == app && s.Breaker == br {
-					states = append(states, s)
-				}
-			}
+			states := slices.DeleteFunc(slices.Clone(r.BreakerStates), func(s BreakerState) bool { return s.App != app || s.Breaker != br })
 			for i, s := range states {
 				to := end
 				if i+1 < len(states) {
