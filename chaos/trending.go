@@ -75,8 +75,11 @@ func (Trending) Open(ctx context.Context, env *Env) (Settle, error) {
 }
 
 // trendingQuiet bounds AwaitQuietTrending: the 5m window and its
-// buckets' rounding, with room to spare.
-const trendingQuiet = 7 * time.Minute
+// buckets' rounding, with room to spare. It asks every trendingQuietPoll.
+const (
+	trendingQuiet     = 7 * time.Minute
+	trendingQuietPoll = 5 * time.Second
+)
 
 // AwaitQuietTrending waits, up to trendingQuiet, until trending's 5m
 // window holds no link. Clicks of an earlier run on the same stack
@@ -90,6 +93,8 @@ func (r *Runner) AwaitQuietTrending(ctx context.Context, log io.Writer) error {
 	for waited := false; ; waited = true {
 		a := askTrending(ctx, env)
 		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
 		case a.status != http.StatusOK:
 			fmt.Fprintf(log, "trending did not answer (status %d); its figures may be off\n", a.status)
 			return nil
@@ -104,7 +109,7 @@ func (r *Runner) AwaitQuietTrending(ctx context.Context, log io.Writer) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(5 * time.Second):
+		case <-time.After(trendingQuietPoll):
 		}
 	}
 }

@@ -1,8 +1,13 @@
 package chaos
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -43,5 +48,58 @@ func TestTrendingEntry(t *testing.T) {
 		if c.ID == "trending.quality" && c.OK {
 			t.Errorf("check %s passed with 0.833 during the fault", c.ID)
 		}
+	}
+}
+
+// TestAwaitQuietTrending: a run waits while trending's 5m window holds
+// links of an earlier run, and starts at once when it is empty or when
+// trending does not answer.
+func TestAwaitQuietTrending(t *testing.T) {
+	var asked, busy atomic.Int32
+	busy.Store(1) // answers with links before the window empties
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/trending" || r.URL.Query().Get("window") != "5m" {
+			http.NotFound(w, r)
+			return
+		}
+		links := `[]`
+		if asked.Add(1) <= busy.Load() {
+			links = `[{"code":"old1"},{"code":"old2"}]`
+		}
+		fmt.Fprintf(w, `{"source":"redis","links":%s}`, links)
+	}))
+	defer srv.Close()
+	r := &Runner{t: Target{BaseURL: srv.URL}, client: srv.Client(), cfg: DefaultConfig()}
+
+	var log bytes.Buffer
+	if err := r.AwaitQuietTrending(context.Background(), &log); err != nil {
+		t.Fatal(err)
+	}
+	if got := asked.Load(); got != 2 {
+		t.Errorf("asked %d times, want 2 (until the window was empty)", got)
+	}
+	if !strings.Contains(log.String(), "waiting for earlier clicks") || strings.Count(log.String(), "\n") != 1 {
+		t.Errorf("log %q: want one line saying it waits", log.String())
+	}
+
+	asked.Store(0)
+	busy.Store(0)
+	log.Reset()
+	if err := r.AwaitQuietTrending(context.Background(), &log); err != nil || asked.Load() != 1 || log.Len() != 0 {
+		t.Errorf("empty window: err %v, asked %d, log %q; want no wait and no line", err, asked.Load(), log.String())
+	}
+
+	r.t.BaseURL = srv.URL + "/nothing-here"
+	log.Reset()
+	if err := r.AwaitQuietTrending(context.Background(), &log); err != nil || !strings.Contains(log.String(), "did not answer") {
+		t.Errorf("no trending: err %v, log %q; want a line and no wait", err, log.String())
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r.t.BaseURL = srv.URL
+	busy.Store(1 << 30)
+	if err := r.AwaitQuietTrending(ctx, &log); err == nil {
+		t.Error("cancelled while waiting: no error, want the context's")
 	}
 }
