@@ -29,16 +29,29 @@ type metrics struct {
 	limits                  *prometheus.CounterVec // result: ok, error, skipped, dropped
 }
 
-// waitBuckets are the Redis lookup histogram's bounds, in deadlines: what
+// waitBuckets are the Redis lookup histogram's bounds, in deadlines. What
 // DESIGN.md promises ("no request waits more than one Redis deadline") is
-// the count above the first bound past one deadline, which leaves a
-// quarter of a deadline for the scheduler.
-var waitBuckets = []float64{0.02, 0.05, 0.1, 0.25, 0.5, 1, 1.25, 2}
+// the count above waitPromise deadlines, which leaves a quarter of a
+// deadline for the scheduler.
+var waitBuckets = []float64{0.02, 0.05, 0.1, 0.25, 0.5, 1, waitPromise, 2}
+
+const waitPromise = 1.25
+
+// RedisWaitBound is the bucket bound, in seconds, of
+// shortener_redis_lookup_duration_seconds above which a lookup broke the
+// promise, for the deadline the app runs with: the chaos runs read it.
+func RedisWaitBound(deadline time.Duration) float64 { return waitBound(waitPromise, deadline) }
+
+// waitBound is f deadlines in seconds, rounded to the microsecond:
+// "0.0025", not "0.0025000000000000005".
+func waitBound(f float64, deadline time.Duration) float64 {
+	return math.Round(f*deadline.Seconds()*1e6) / 1e6
+}
 
 func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, error) {
 	bounds := make([]float64, len(waitBuckets))
-	for i, b := range waitBuckets {
-		bounds[i] = math.Round(b*deadline.Seconds()*1e6) / 1e6 // "0.0025", not "0.0025000000000000005"
+	for i, f := range waitBuckets {
+		bounds[i] = waitBound(f, deadline)
 	}
 	m := &metrics{
 		lookups: prometheus.NewCounter(prometheus.CounterOpts{

@@ -173,17 +173,19 @@ func BackOnRedis(key string, within time.Duration) Measure {
 // machine's noise too (partition-master once came 2 ms over, 64 ms, in a
 // second whose p99 was 15 ms), so it informs and does not decide.
 func WithinOneDeadline(r *Run) []Check {
-	bound, key := waitBoundPast(r.Samples, r.Config.RedisTimeout)
+	bound := cache.RedisWaitBound(r.Config.RedisTimeout)
+	key := keyWaitOver + strconv.FormatFloat(bound, 'g', -1, 64)
 	var over float64
 	for _, a := range r.Apps {
 		over += growth(r.Samples, a, key, r.Fault())
 	}
-	got := fmt.Sprintf("%.0f above %.1f ms (the first bucket past one deadline)", over, float64(bound)/float64(time.Millisecond))
-	if key == "" {
+	found := slices.ContainsFunc(r.Samples, func(s Sample) bool { _, ok := s.Values[key]; return ok })
+	got := fmt.Sprintf("%.0f above %.1f ms (the first bucket past one deadline)", over, 1000*bound)
+	if !found {
 		got = "no histogram on /metrics"
 	}
 	out := []Check{{ID: "redis-wait", What: "lookups of the fault phase that waited on Redis longer than one deadline (the apps' histogram)",
-		Want: "0", Got: got, OK: key != "" && over == 0, Required: true, Timing: true}}
+		Want: "0", Got: got, OK: found && over == 0, Required: true, Timing: true}}
 	steady, fault := r.Report.Phases[1], r.Report.Phases[2]
 	for _, k := range []struct {
 		name          string
@@ -195,31 +197,6 @@ func WithinOneDeadline(r *Run) []Check {
 			OK: k.fault.Latency.Max <= limit})
 	}
 	return out
-}
-
-// waitBoundPast finds, among the scraped bounds of the Redis lookup
-// histogram, the first clearly above deadline (past 1.1 deadlines: the
-// bounds are products of floats), and its key.
-func waitBoundPast(samples []Sample, deadline time.Duration) (time.Duration, string) {
-	var bound time.Duration
-	key := ""
-	for _, s := range samples {
-		for k := range s.Values {
-			rest, ok := strings.CutPrefix(k, keyWaitOver)
-			if !ok {
-				continue
-			}
-			sec, err := strconv.ParseFloat(rest, 64)
-			b := time.Duration(sec * float64(time.Second))
-			if err == nil && b > deadline+deadline/10 && (key == "" || b < bound) {
-				bound, key = b, k
-			}
-		}
-		if key != "" {
-			break
-		}
-	}
-	return bound, key
 }
 
 // SlowestRedirectBelow checks the slowest redirect of the fault phase.
