@@ -515,7 +515,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		if wantV := map[bool]byte{false: recordVersion, true: recordVersionRequest}[c.Request.Known()]; b[recordHeader] != wantV {
 			t.Errorf("record of %+v has version %d, want %d", c, b[recordHeader], wantV)
 		}
-		sc := parse(b, 0, true, 10)
+		sc := parse(nil, nil, b, 0, true, 10)
 		if len(sc.clicks) != 1 || sc.corrupt != 0 || sc.torn || sc.next != int64(len(b)) {
 			t.Fatalf("parse(%+v): %+v", c, sc)
 		}
@@ -536,7 +536,7 @@ func TestRecordVersion1(t *testing.T) {
 	rec := []byte{recordMagic, 0, byte(len(payload)), 0, 0, 0, 0}
 	binary.BigEndian.PutUint32(rec[3:], crc32.Checksum(payload, castagnoli))
 	rec = append(rec, payload...)
-	sc := parse(rec, 0, true, 10)
+	sc := parse(nil, nil, rec, 0, true, 10)
 	if len(sc.clicks) != 1 || sc.corrupt != 0 {
 		t.Fatalf("parse of a version 1 record: %+v", sc)
 	}
@@ -599,10 +599,19 @@ func TestParse(t *testing.T) {
 		{"garbage between records", garbage, true, 10, 3, len(garbage), 1, false},
 		{"empty", nil, true, 10, 0, 0, 0, false},
 	} {
-		sc := parse(tc.b, 0, tc.end, tc.max)
+		sc := parse(nil, nil, tc.b, 0, tc.end, tc.max)
 		if len(sc.clicks) != tc.clicks || sc.next != int64(tc.next) || sc.corrupt != tc.corrupt || sc.torn != tc.torn {
 			t.Errorf("%s: got %d clicks, next %d, corrupt %d, torn %v; want %d, %d, %d, %v",
 				tc.name, len(sc.clicks), sc.next, sc.corrupt, sc.torn, tc.clicks, tc.next, tc.corrupt, tc.torn)
 		}
+	}
+	// A reused array: the clicks of the scan before are overwritten, not
+	// appended to, and the array is not replaced while it is big enough.
+	old := parse(nil, nil, three, 0, true, 10).clicks
+	dst := make([]shortener.Click, 1, 8)
+	dst[0] = click(99, at)
+	sc := parse(dst, nil, three[rl:], int64(rl), true, 10)
+	if len(sc.clicks) != 2 || &sc.clicks[0] != &dst[0] || sc.clicks[0] != old[1] || sc.clicks[1] != old[2] {
+		t.Errorf("parse into a reused array: got %+v, want the last two of %+v in the same array", sc.clicks, old)
 	}
 }

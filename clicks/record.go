@@ -203,12 +203,19 @@ func allZero(b []byte) bool {
 // (then an incomplete record at its end is a torn tail, not one to read
 // later). It stops after max clicks. A record with a bad magic byte,
 // length or checksum is skipped: the bytes after it are searched for the
-// next good record, and the stretch is counted once as corrupt.
-func parse(b []byte, pos int64, end bool, max int) scan {
-	// Most records are 40-90 bytes: one allocation, where growing by
-	// append was most of parse's time.
-	s := scan{clicks: make([]shortener.Click, 0, min(max, len(b)/40+1))}
-	in := interner{}
+// next good record, and the stretch is counted once as corrupt. The
+// clicks are appended to dst[:0], whose array the caller may reuse from
+// one scan to the next, and strings are interned in in (nil: a new one).
+func parse(dst []shortener.Click, in interner, b []byte, pos int64, end bool, max int) scan {
+	// Most records are 40-90 bytes: one allocation at most, where growing
+	// by append was most of parse's time.
+	if want := min(max, len(b)/40+1); cap(dst) < want {
+		dst = make([]shortener.Click, 0, want)
+	}
+	s := scan{clicks: dst[:0]}
+	if in == nil {
+		in = interner{}
+	}
 	i := 0
 	skipping := false
 	for i < len(b) && len(s.clicks) < max {

@@ -24,7 +24,8 @@ type Sink interface {
 	// b.From. Otherwise it counts nothing and returns applied false with
 	// the position the segment is counted through. A click whose
 	// request (Click.Request) is counted already is not counted again:
-	// dups is how many of b's were such.
+	// dups is how many of b's were such. It must not keep b.Clicks,
+	// which the shipper reuses for its next batch.
 	ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied bool, pos int64, dups int, err error)
 	// PurgeClickRequests forgets the counted requests no journal can
 	// still hold a copy of (clicks older than maxAge are never journaled;
@@ -79,6 +80,13 @@ type Shipper struct {
 	// megabyte a second, cleared by the allocator and then collected,
 	// was a quarter of the shipper's CPU under steady traffic.
 	buf []byte
+	// clicks is the array a step parses into, kept likewise (a batch's
+	// 10,000 clicks are a megabyte); the Sink does not keep it.
+	clicks []shortener.Click
+	// in interns codes and referrer hosts across batches, so a link
+	// clicked in every batch costs no string after its first; it is
+	// emptied when it holds maxInterned.
+	in interner
 
 	shipped, batches, corrupt, errs, dups, purged prometheus.Counter
 }
@@ -88,7 +96,7 @@ func NewShipper(j *Journal, db Sink, cfg ShipperConfig, log *slog.Logger, reg pr
 	if cfg.MaxBatch <= 0 || cfg.Interval <= 0 || cfg.Timeout <= 0 || cfg.Heartbeat <= 0 || cfg.PurgeEvery <= 0 || cfg.RequestWindow <= 0 || cfg.RequestHold <= 0 {
 		return nil, fmt.Errorf("new shipper: every setting must be positive, got %+v", cfg)
 	}
-	s := &Shipper{j: j, db: db, cfg: cfg, log: log, now: time.Now,
+	s := &Shipper{j: j, db: db, cfg: cfg, log: log, now: time.Now, in: interner{},
 		shipped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shortener_clicks_shipped_total", Help: "Clicks counted in MySQL from this instance's journal."}),
 		batches: prometheus.NewCounter(prometheus.CounterOpts{
@@ -287,6 +295,9 @@ func (s *Shipper) purge(ctx context.Context) error {
 // maxRead bounds what one step reads from a segment.
 const maxRead = 1 << 20
 
+// maxInterned bounds the shipper's interned strings (a few MB at most).
+const maxInterned = 100_000
+
 // read parses the segment from start up to limit.
 func (s *Shipper) read(start, limit int64) (scan, error) {
 	n := min(limit-start, maxRead)
@@ -299,7 +310,11 @@ func (s *Shipper) read(start, limit int64) (scan, error) {
 		return scan{}, fmt.Errorf("read journal segment %d: %w", s.seq, err)
 	}
 	clear(buf[got:]) // past the file's end reads as the zeros of a fresh buffer
-	sc := parse(buf, start, start+n == limit, s.cfg.MaxBatch)
+	if len(s.in) >= maxInterned {
+		clear(s.in)
+	}
+	sc := parse(s.clicks, s.in, buf, start, start+n == limit, s.cfg.MaxBatch)
+	s.clicks = sc.clicks
 	if sc.next == start && len(sc.clicks) == 0 {
 		// A record straddles the read window: cannot happen with
 		// records under maxPayload, but never spin on it.

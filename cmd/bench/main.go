@@ -309,10 +309,21 @@ func (e *env) runRow(ctx context.Context, r row) (measure, error) {
 		return measure{}, err
 	}
 	pids := e.servers(r.target)
+	if r.wholeCost {
+		pids = append(pids, e.stack.MySQL().Pid())
+		for _, p := range e.stack.Redis() {
+			pids = append(pids, p.Pid())
+		}
+	}
 	cpu0 := cpuSeconds(e.proc, pids)
 	m, err := e.wrk.run(ctx, e.targets[r.target], 0, args...)
 	if err != nil {
 		return measure{}, err
+	}
+	if r.wholeCost {
+		if err := quiesce(ctx, e); err != nil {
+			return measure{}, err
+		}
 	}
 	if good := m.Requests - m.BadStatus; good > 0 {
 		m.CPUus = (cpuSeconds(e.proc, pids) - cpu0) / float64(good) * 1e6
