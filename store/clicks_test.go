@@ -8,19 +8,14 @@ import (
 	"time"
 
 	"shortener"
-	"shortener/stack/stacktest"
 )
 
 // TestShipClicksOnce ships a batch twice (and a third batch from four
 // shippers at once): each is counted once, and the counts read back by
 // hour, day, referrer and agent class, also after the link is deleted.
 func TestShipClicksOnce(t *testing.T) {
-	s := stacktest.Start(t)
-	st := openStore(t, s.MySQLDSN())
+	st := migrated(t)
 	ctx := context.Background()
-	if err := st.Migrate(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	day := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
 	for _, l := range []shortener.Link{{ID: 42, Code: "clk42"}, {ID: 43, Code: "clk43"}} {
 		l.URL, l.Redirect, l.CreatedAt = "https://example.com/"+l.Code, 302, day
@@ -147,12 +142,8 @@ func TestShipClicksOnce(t *testing.T) {
 // when both race, and when one journal holds it twice. Purging forgets
 // only requests no journal can still hold.
 func TestShipClicksRequestOnce(t *testing.T) {
-	s := stacktest.Start(t)
-	st := openStore(t, s.MySQLDSN())
+	st := migrated(t)
 	ctx := context.Background()
-	if err := st.Migrate(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	if err := st.Create(ctx, shortener.Link{ID: 50, Code: "req50", URL: "https://example.com/50", Redirect: 302, CreatedAt: now}); err != nil {
 		t.Fatal(err)

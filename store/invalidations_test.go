@@ -6,8 +6,6 @@ import (
 	"shortener"
 	"testing"
 	"time"
-
-	"shortener/stack/stacktest"
 )
 
 // TestInvalidationOutbox: every pending code is returned, past any page
@@ -15,12 +13,8 @@ import (
 // the database's clock, not on the clock of the app that deleted (here an
 // hour behind), so a skewed app cannot end it early.
 func TestInvalidationOutbox(t *testing.T) {
-	s := stacktest.Start(t)
-	st := openStore(t, s.MySQLDSN())
+	st := migrated(t)
 	ctx := context.Background()
-	if err := st.Migrate(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	skewed := time.Now().Add(-time.Hour) // the deleting app's clock
 	const n = 1203
 	for i := range n {

@@ -7,20 +7,14 @@ import (
 	"shortener"
 	"testing"
 	"time"
-
-	"shortener/stack/stacktest"
 )
 
 // TestOwnershipAndDuplicates checks the owner column and its listing, a
 // repeated delete (gone, not unknown), and that a duplicate ID is told
 // from a taken code, each refused insert leaving no row behind.
 func TestOwnershipAndDuplicates(t *testing.T) {
-	s := stacktest.Start(t)
-	st := openStore(t, s.MySQLDSN())
+	st := migrated(t)
 	ctx := context.Background()
-	if err := st.Migrate(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	mk := func(id int64, code, owner string) shortener.Link {
 		return shortener.Link{ID: id, Code: code, URL: "https://example.com/" + code, Redirect: 302, CreatedAt: now, Owner: owner}
@@ -100,12 +94,8 @@ func TestOwnershipAndDuplicates(t *testing.T) {
 
 // TestPurgeIdempotencyKeys removes expired keys only.
 func TestPurgeIdempotencyKeys(t *testing.T) {
-	s := stacktest.Start(t)
-	st := openStore(t, s.MySQLDSN())
+	st := migrated(t)
 	ctx := context.Background()
-	if err := st.Migrate(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	for i, exp := range []time.Time{now.Add(-time.Hour), now.Add(-time.Minute), now.Add(time.Hour)} {
 		l := shortener.Link{ID: int64(i + 1), Code: fmt.Sprintf("p%d", i), URL: "https://example.com/", Redirect: 302, CreatedAt: now.Add(-2 * time.Hour)}
@@ -124,12 +114,8 @@ func TestPurgeIdempotencyKeys(t *testing.T) {
 // TestIdempotencyScopes: one Idempotency-Key in two scopes (two callers)
 // makes two links; in one scope it replays.
 func TestIdempotencyScopes(t *testing.T) {
-	s := stacktest.Start(t)
-	st := openStore(t, s.MySQLDSN())
+	st := migrated(t)
 	ctx := context.Background()
-	if err := st.Migrate(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	for i, tt := range []struct {
 		scope, code  string

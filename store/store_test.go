@@ -26,6 +26,16 @@ func openStore(tb testing.TB, dsn string) *store.Store {
 	return st
 }
 
+// migrated is a store on a fresh stack's MariaDB, migrated.
+func migrated(tb testing.TB) *store.Store {
+	tb.Helper()
+	st := openStore(tb, stacktest.Start(tb).MySQLDSN())
+	if err := st.Migrate(context.Background(), 30*time.Second); err != nil {
+		tb.Fatal(err)
+	}
+	return st
+}
+
 // TestMigrateConcurrently starts four "instances" migrating the same empty
 // database at once: all succeed and each migration is applied once.
 func TestMigrateConcurrently(t *testing.T) {
@@ -116,12 +126,8 @@ func TestUnavailable(t *testing.T) {
 // one link is stored and every answer names it; the key with another
 // request is refused; an expired key creates afresh.
 func TestCreateIdempotent(t *testing.T) {
-	s := stacktest.Start(t)
-	st := openStore(t, s.MySQLDSN())
+	st := migrated(t)
 	ctx := context.Background()
-	if err := st.Migrate(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	idem := shortener.Idempotency{Key: "retry-me", RequestHash: "h1", ExpiresAt: now.Add(time.Hour)}
 	var wg sync.WaitGroup
@@ -174,12 +180,8 @@ func TestCreateIdempotent(t *testing.T) {
 // per query): quotes, backslashes, comment and statement marks, multibyte
 // text and a NUL come back byte for byte, and nothing else is touched.
 func TestValuesRoundTrip(t *testing.T) {
-	s := stacktest.Start(t)
-	st := openStore(t, s.MySQLDSN())
+	st := migrated(t)
 	ctx := context.Background()
-	if err := st.Migrate(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	nasty := "https://example.com/a'b\"c\\d%_e;--f/*g*/h?q=ü€😀&x=\x00'); DROP TABLE links; --"
 	want := shortener.Link{ID: 901, Code: "q'uote", URL: nasty, Redirect: 307, CreatedAt: now,
