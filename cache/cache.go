@@ -209,7 +209,7 @@ func (c *Cache) BreakerStates() (read, write string) { return c.read.state(), c.
 // the counts of the shared rate limits.
 func (c *Cache) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	for _, fn := range []func(context.Context){c.watchSentinels, c.subscribe, c.replay, c.writeFills, c.sendTakes} {
+	for _, fn := range []func(context.Context){c.watchSentinels, c.subscribe, c.replay, c.writeFills, c.sendTakes, c.probeStalls} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -218,6 +218,27 @@ func (c *Cache) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// probeStalls sets a timer every stallTick and records how late it fired
+// (see StallBound) until ctx ends.
+func (c *Cache) probeStalls(ctx context.Context) {
+	t := time.NewTimer(stallTick)
+	defer t.Stop()
+	due := time.Now().Add(stallTick)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			// Read after the goroutine runs (not the timer's own time),
+			// so waiting to be scheduled counts too.
+			now := time.Now()
+			c.m.stalls.Observe(max(0, now.Sub(due)).Seconds())
+			due = now.Add(stallTick)
+			t.Reset(stallTick)
+		}
+	}
 }
 
 // Resolve returns the link for code, which may be expired or deleted (the

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"shortener"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
 	"shortener/stack"
@@ -546,4 +548,37 @@ func TestL1TTLJitter(t *testing.T) {
 	if len(seen) < 50 {
 		t.Errorf("100 jittered TTLs took %d values; they should spread", len(seen))
 	}
+}
+
+// TestStallProbe: the probe observes a timer's lateness every tick into
+// shortener_stall_seconds, in the deadline's buckets (StallBound among
+// them), and stops with its context.
+func TestStallProbe(t *testing.T) {
+	cfg := testConfig()
+	c := newOfflineCache(t, testLinks(1), cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.probeStalls(ctx); close(done) }()
+	for histogramCount(t, c.m.stalls) < 3 {
+		time.Sleep(stallTick)
+	}
+	cancel()
+	<-done
+	var m dto.Metric
+	if err := c.m.stalls.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	bound := StallBound(cfg.Timeout)
+	if !slices.ContainsFunc(m.GetHistogram().GetBucket(), func(b *dto.Bucket) bool { return b.GetUpperBound() == bound }) {
+		t.Errorf("buckets %v lack StallBound %g", m.GetHistogram().GetBucket(), bound)
+	}
+}
+
+func histogramCount(tb testing.TB, h prometheus.Histogram) uint64 {
+	tb.Helper()
+	var m dto.Metric
+	if err := h.Write(&m); err != nil {
+		tb.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount()
 }

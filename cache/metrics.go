@@ -18,6 +18,7 @@ type metrics struct {
 	l1Hit, l1NegHit, l1Miss prometheus.Counter
 	redis                   *prometheus.CounterVec // role, result: hit, miss, error, skipped
 	redisWait               prometheus.Histogram   // seconds a lookup spent on Redis
+	stalls                  prometheus.Histogram   // seconds the stall probe's timer fired late
 	fills                   *prometheus.CounterVec // result: ok, error, skipped, dropped
 	origin                  *prometheus.CounterVec // result: found, not_found, error (one per query)
 	shared                  prometheus.Counter
@@ -42,6 +43,32 @@ const waitPromise = 1.25
 // promise, for the deadline the app runs with: the chaos runs read it.
 func RedisWaitBound(deadline time.Duration) float64 { return waitBound(waitPromise, deadline) }
 
+// A lookup's time on Redis includes any time the process could not run:
+// a lookup in flight while the machine or the process stalls (a busy
+// host, a page-fault storm) times the stall as Redis wait. The stall
+// probe measures those stalls (shortener_stall_seconds: how late a timer
+// fired, every stallTick), in the same units, so that a reader of the
+// wait histogram can tell "Redis made us wait" from "nothing here ran".
+// A lookup up to stallExcuse deadlines is explained by a stall of more
+// than the scheduler's quarter deadline in the same stretch; one beyond
+// it is not, whatever stalled.
+var stallBuckets = []float64{0.1, waitPromise - 1, 0.5, 1, 2}
+
+const (
+	stallTick   = 10 * time.Millisecond
+	stallExcuse = 2
+)
+
+// StallBound is the bucket bound, in seconds, of shortener_stall_seconds
+// above which a stall of the process leaves a lookup's time on Redis
+// unexplained up to RedisWaitLimit; RedisWaitLimit is the bound of
+// shortener_redis_lookup_duration_seconds above which no stall explains
+// it. The chaos runs read both.
+func StallBound(deadline time.Duration) float64 { return waitBound(waitPromise-1, deadline) }
+
+// RedisWaitLimit: see StallBound.
+func RedisWaitLimit(deadline time.Duration) float64 { return waitBound(stallExcuse, deadline) }
+
 // waitBound is f deadlines in seconds, rounded to the microsecond:
 // "0.0025", not "0.0025000000000000005".
 func waitBound(f float64, deadline time.Duration) float64 {
@@ -49,9 +76,12 @@ func waitBound(f float64, deadline time.Duration) float64 {
 }
 
 func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, error) {
-	bounds := make([]float64, len(waitBuckets))
-	for i, f := range waitBuckets {
-		bounds[i] = waitBound(f, deadline)
+	inDeadlines := func(fs []float64) []float64 {
+		bounds := make([]float64, len(fs))
+		for i, f := range fs {
+			bounds[i] = waitBound(f, deadline)
+		}
+		return bounds
 	}
 	m := &metrics{
 		lookups: prometheus.NewCounter(prometheus.CounterOpts{
@@ -69,7 +99,12 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 		redisWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "shortener_redis_lookup_duration_seconds",
 			Help:    "Time a lookup spent on Redis (a replica read, the wait for a connection included), which the Redis deadline bounds; the buckets are fractions and multiples of that deadline.",
-			Buckets: bounds,
+			Buckets: inDeadlines(waitBuckets),
+		}),
+		stalls: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "shortener_stall_seconds",
+			Help:    "How late a timer set every 10 ms fired in this process: time it could not run (a busy host, a stalled VM, a long GC). A lookup in flight counts such a stall in shortener_redis_lookup_duration_seconds; the buckets are the same fractions and multiples of the Redis deadline.",
+			Buckets: inDeadlines(stallBuckets),
 		}),
 		fills: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shortener_redis_fills_total",
@@ -108,7 +143,7 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 			Help: "Admitted creates counted against the shared rate limits in Redis, off the request path: ok, error, skipped (write breaker not closed), dropped (queue full).",
 		}, []string{"result"}),
 	}
-	for _, c := range []prometheus.Collector{m.lookups, m.l1, m.redis, m.redisWait, m.fills, m.origin, m.shared,
+	for _, c := range []prometheus.Collector{m.lookups, m.l1, m.redis, m.redisWait, m.stalls, m.fills, m.origin, m.shared,
 		m.transitions, m.state, m.events, m.pending, m.invalidated, m.limits} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

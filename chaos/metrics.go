@@ -23,14 +23,15 @@ import (
 // The series a scrape keeps, by the key it stores them under. The names
 // are the app's (README, "How a lookup travels").
 const (
-	keyLookups  = "lookups"       // shortener_lookups_total
-	keyHits     = "redis_hits"    // shortener_redis_lookups_total{result="hit"}, all roles
-	keyFillsOK  = "fills_ok"      // shortener_redis_fills_total{result="ok"}
-	keyMySQL    = "mysql"         // shortener_mysql_queries_total, all results
-	keyState    = "state/"        // + breaker: shortener_breaker_state{breaker}
-	keyTrans    = "transition/"   // + breaker/from/to: shortener_breaker_transitions_total
-	keySwitched = "switch_master" // shortener_sentinel_events_total{event="switch_master"}
-	keyWaitOver = "redis_over/"   // + bucket bound in seconds: Redis lookups slower than it (shortener_redis_lookup_duration_seconds)
+	keyLookups   = "lookups"       // shortener_lookups_total
+	keyHits      = "redis_hits"    // shortener_redis_lookups_total{result="hit"}, all roles
+	keyFillsOK   = "fills_ok"      // shortener_redis_fills_total{result="ok"}
+	keyMySQL     = "mysql"         // shortener_mysql_queries_total, all results
+	keyState     = "state/"        // + breaker: shortener_breaker_state{breaker}
+	keyTrans     = "transition/"   // + breaker/from/to: shortener_breaker_transitions_total
+	keySwitched  = "switch_master" // shortener_sentinel_events_total{event="switch_master"}
+	keyWaitOver  = "redis_over/"   // + bucket bound in seconds: Redis lookups slower than it (shortener_redis_lookup_duration_seconds)
+	keyStallOver = "stall_over/"   // + bucket bound in seconds: stalls of the app longer than it (shortener_stall_seconds)
 )
 
 // App is an app instance whose /metrics a run scrapes directly, not
@@ -181,11 +182,11 @@ func (m Metrics) keep() map[string]float64 {
 	m.each("shortener_breaker_transitions_total", func(l model.Metric, v float64) {
 		vals[keyTrans+string(l["breaker"]+"/"+l["from"]+"/"+l["to"])] = v
 	})
-	if fam, ok := m["shortener_redis_lookup_duration_seconds"]; ok {
-		for _, mt := range fam.GetMetric() {
+	for name, prefix := range map[string]string{"shortener_redis_lookup_duration_seconds": keyWaitOver, "shortener_stall_seconds": keyStallOver} {
+		for _, mt := range m[name].GetMetric() {
 			h := mt.GetHistogram()
 			for _, b := range h.GetBucket() {
-				vals[keyWaitOver+strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)] += float64(h.GetSampleCount() - b.GetCumulativeCount())
+				vals[prefix+strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)] += float64(h.GetSampleCount() - b.GetCumulativeCount())
 			}
 		}
 	}

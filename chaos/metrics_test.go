@@ -26,6 +26,11 @@ shortener_redis_lookup_duration_seconds_bucket{le="0.0625"} 98
 shortener_redis_lookup_duration_seconds_bucket{le="+Inf"} 100
 shortener_redis_lookup_duration_seconds_sum 1.2
 shortener_redis_lookup_duration_seconds_count 100
+# TYPE shortener_stall_seconds histogram
+shortener_stall_seconds_bucket{le="0.0125"} 497
+shortener_stall_seconds_bucket{le="+Inf"} 500
+shortener_stall_seconds_sum 0.3
+shortener_stall_seconds_count 500
 go_gc_duration_seconds{quantile="0.5"} 1.5e-05
 some_other{label="with \"quotes\", and a comma"} 3
 `
@@ -41,6 +46,7 @@ func TestParseMetricsKeepsTheSeriesARunReads(t *testing.T) {
 		keyState + "read": 0, keyState + "write": 1,
 		keyTrans + "write/closed/open": 2, keySwitched: 1,
 		keyWaitOver + "0.05": 10, keyWaitOver + "0.0625": 2, keyWaitOver + "+Inf": 0,
+		keyStallOver + "0.0125": 3, keyStallOver + "+Inf": 0,
 	}
 	if len(got) != len(want) {
 		t.Errorf("got %d series %v, want %d", len(got), got, len(want))
@@ -154,5 +160,37 @@ func TestRedisWaitPastOneDeadline(t *testing.T) {
 	ss = series("app1", keyLookups, 0, 1, 2, 3, 4)
 	if got := WithinOneDeadline(run())[0]; got.OK {
 		t.Errorf("check without the histogram = %+v, want it to fail", got)
+	}
+
+	// A stall of the app over a quarter deadline (12.5 ms) in the fault
+	// phase allows that app's lookups up to two deadlines (100 ms), not
+	// beyond, and not another app's. Per app, five scrapes 200 ms apart:
+	// lookups above 62.5 ms, above 100 ms, stalls above 12.5 ms.
+	app := func(name string, above, beyond, stalls [5]float64) []Sample {
+		out := series(name, over, 0, 0, 0, 0, 0)
+		for i := range out {
+			out[i].Values[over] = above[i]
+			out[i].Values[keyWaitOver+"0.1"] = beyond[i]
+			out[i].Values[keyStallOver+"0.0125"] = stalls[i]
+		}
+		return out
+	}
+	two, one, none := [5]float64{0, 0, 0, 2, 2}, [5]float64{0, 0, 0, 1, 1}, [5]float64{}
+	for _, tc := range []struct {
+		name string
+		ss   []Sample
+		ok   bool
+		got  string
+	}{
+		{"a stall allows up to two deadlines", app("app1", two, none, one), true,
+			"0 above 62.5 ms (the first bucket past one deadline); 2 more up to 100 ms in apps that stalled over 12.5 ms in the phase (their stall probe), allowed"},
+		{"not beyond two deadlines", app("app1", two, one, one), false, "1 above 62.5 ms (the first bucket past one deadline); 1 more"},
+		{"a stall before the fault", app("app1", two, none, [5]float64{0, 1, 1, 1, 1}), false, "2 above 62.5 ms (the first bucket past one deadline)"},
+		{"another app's stall", append(app("app1", two, none, none), app("app2", none, none, one)...), false, "2 above 62.5 ms (the first bucket past one deadline)"},
+	} {
+		ss = tc.ss
+		if got := WithinOneDeadline(run())[0]; got.OK != tc.ok || !strings.HasPrefix(got.Got, tc.got) {
+			t.Errorf("%s: check = %+v, want ok %v and %q", tc.name, got, tc.ok, tc.got)
+		}
 	}
 }
