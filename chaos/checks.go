@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"shortener/cache"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -179,20 +178,19 @@ func BackOnRedis(key string, within time.Duration) Measure {
 // was 15 ms), so it informs and does not decide.
 func WithinOneDeadline(r *Run) []Check {
 	d := r.Config.RedisTimeout
-	overKey := func(bound float64) string { return keyWaitOver + strconv.FormatFloat(bound, 'g', -1, 64) }
 	bound, hard := cache.RedisWaitBound(d), cache.RedisWaitLimit(d)
-	stallKey := keyStallOver + strconv.FormatFloat(cache.StallBound(d), 'g', -1, 64)
+	overKey, stallKey := bucketKey(keyWaitOver, bound), bucketKey(keyStallOver, cache.StallBound(d))
 	var over, excused float64
 	for _, a := range r.Apps {
-		n := growth(r.Samples, a, overKey(bound), r.Fault())
+		n := growth(r.Samples, a, overKey, r.Fault())
 		if growth(r.Samples, a, stallKey, r.Fault()) > 0 {
-			beyond := growth(r.Samples, a, overKey(hard), r.Fault())
+			beyond := growth(r.Samples, a, bucketKey(keyWaitOver, hard), r.Fault())
 			excused += n - beyond
 			n = beyond
 		}
 		over += n
 	}
-	found := slices.ContainsFunc(r.Samples, func(s Sample) bool { _, ok := s.Values[overKey(bound)]; return ok })
+	found := slices.ContainsFunc(r.Samples, func(s Sample) bool { _, ok := s.Values[overKey]; return ok })
 	got := fmt.Sprintf("%.0f above %.1f ms (the first bucket past one deadline)", over, 1000*bound)
 	if excused > 0 {
 		got += fmt.Sprintf("; %.0f more up to %.0f ms in apps that stalled over %.1f ms in the phase (their stall probe), allowed",

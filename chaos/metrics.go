@@ -34,6 +34,12 @@ const (
 	keyStallOver = "stall_over/"   // + bucket bound in seconds: stalls of the app longer than it (shortener_stall_seconds)
 )
 
+// bucketKey is the key of a histogram's count above bound (seconds),
+// under prefix (keyWaitOver, keyStallOver).
+func bucketKey(prefix string, bound float64) string {
+	return prefix + strconv.FormatFloat(bound, 'g', -1, 64)
+}
+
 // App is an app instance whose /metrics a run scrapes directly, not
 // through nginx, which would answer from either app.
 type App struct {
@@ -186,7 +192,7 @@ func (m Metrics) keep() map[string]float64 {
 		for _, mt := range m[name].GetMetric() {
 			h := mt.GetHistogram()
 			for _, b := range h.GetBucket() {
-				vals[prefix+strconv.FormatFloat(b.GetUpperBound(), 'g', -1, 64)] += float64(h.GetSampleCount() - b.GetCumulativeCount())
+				vals[bucketKey(prefix, b.GetUpperBound())] += float64(h.GetSampleCount() - b.GetCumulativeCount())
 			}
 		}
 	}
