@@ -36,7 +36,11 @@ type metrics struct {
 // deadline for the scheduler.
 var waitBuckets = []float64{0.02, 0.05, 0.1, 0.25, 0.5, 1, waitPromise, 2}
 
-const waitPromise = 1.25
+// waitPromise is one deadline plus schedulerAllowance.
+const (
+	schedulerAllowance = 0.25
+	waitPromise        = 1 + schedulerAllowance
+)
 
 // RedisWaitBound is the bucket bound, in seconds, of
 // shortener_redis_lookup_duration_seconds above which a lookup broke the
@@ -52,7 +56,7 @@ func RedisWaitBound(deadline time.Duration) float64 { return waitBound(waitPromi
 // A lookup up to stallExcuse deadlines is explained by a stall of more
 // than the scheduler's quarter deadline in the same stretch; one beyond
 // it is not, whatever stalled.
-var stallBuckets = []float64{0.1, waitPromise - 1, 0.5, 1, 2}
+var stallBuckets = []float64{0.1, schedulerAllowance, 0.5, 1, 2}
 
 const (
 	stallTick   = 10 * time.Millisecond
@@ -64,7 +68,7 @@ const (
 // unexplained up to RedisWaitLimit; RedisWaitLimit is the bound of
 // shortener_redis_lookup_duration_seconds above which no stall explains
 // it. The chaos runs read both.
-func StallBound(deadline time.Duration) float64 { return waitBound(waitPromise-1, deadline) }
+func StallBound(deadline time.Duration) float64 { return waitBound(schedulerAllowance, deadline) }
 
 // RedisWaitLimit: see StallBound.
 func RedisWaitLimit(deadline time.Duration) float64 { return waitBound(stallExcuse, deadline) }
