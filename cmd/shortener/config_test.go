@@ -89,6 +89,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad log level", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_LOG_LEVEL": "loud"}, nil, "log level"},
 		{"no breaker successes", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_BREAKER_SUCCESSES": "0"}, nil, "successes >= 1"},
 		{"empty redis pool", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_REDIS_POOL": "0"}, nil, "redis pool must be at least 1"},
+		{"more idle than open MySQL connections", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_MYSQL_MAX_OPEN": "8", "SHORTENER_MYSQL_MAX_IDLE": "9"}, nil, "mysql max idle must be between 0 and max open (8), got 9"},
+		{"negative idle MySQL connections", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_MYSQL_MAX_IDLE": "-1"}, nil, "mysql max idle must be between"},
 		{"create burst 0", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_CREATE_BURST": "0"}, nil, "create burst"},
 		{"zero invalidation grace", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_INVALIDATION_GRACE": "0s"}, nil, "invalidation grace must be positive"},
 		{"pprof on the network", map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d", "SHORTENER_PPROF_ADDR": "0.0.0.0:6060"}, nil, "want a loopback address"},
@@ -99,6 +101,28 @@ func TestParseConfigErrors(t *testing.T) {
 		_, err := parseConfig(tt.args, envOf(tt.env), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: got error %v, want one containing %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+// TestConfigMySQLIdleFollowsOpen: unless told otherwise the pool keeps
+// every connection it opens, however big it is.
+func TestConfigMySQLIdleFollowsOpen(t *testing.T) {
+	for _, tt := range []struct {
+		env            map[string]string
+		wantOpen, idle int
+	}{
+		{map[string]string{}, 32, 32},
+		{map[string]string{"SHORTENER_MYSQL_MAX_OPEN": "64"}, 64, 64},
+		{map[string]string{"SHORTENER_MYSQL_MAX_OPEN": "64", "SHORTENER_MYSQL_MAX_IDLE": "8"}, 64, 8},
+	} {
+		tt.env["SHORTENER_NODE_ID"], tt.env["SHORTENER_MYSQL_DSN"] = "1", "d"
+		c, err := parseConfig(nil, envOf(tt.env), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.MySQLMaxOpen != tt.wantOpen || c.MySQLMaxIdle != tt.idle {
+			t.Errorf("%v: got open %d idle %d, want %d and %d", tt.env, c.MySQLMaxOpen, c.MySQLMaxIdle, tt.wantOpen, tt.idle)
 		}
 	}
 }
