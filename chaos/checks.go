@@ -62,12 +62,6 @@ type Run struct {
 // Fault is the run's fault phase.
 func (r *Run) Fault() Window { return r.Phases[2] }
 
-// Mark returns the moment named name, if the scenario noted it.
-func (r *Run) Mark(name string) (time.Duration, bool) {
-	d, ok := r.Marks[name]
-	return d, ok
-}
-
 // commonChecks are made on every run.
 func commonChecks(r *Run) []Check {
 	t := r.Report.Total
@@ -96,8 +90,8 @@ func commonChecks(r *Run) []Check {
 // (markMasterGone, or markSentBack when the quorum was away).
 func Failover(from, what string) Measure {
 	return func(r *Run) []Check {
-		f, okF := r.Mark(from)
-		p, okP := r.Mark(markPromoted)
+		f, okF := r.Marks[from]
+		p, okP := r.Marks[markPromoted]
 		if okF && okP {
 			r.Report.Failover, r.Report.FailoverFrom = dur(p-f), what
 		}
@@ -119,7 +113,7 @@ const (
 func BackOnRedis(key string, within time.Duration) Measure {
 	return func(r *Run) []Check {
 		rep := r.Report
-		ref, ok := r.Mark(markRedisBack)
+		ref, ok := r.Marks[markRedisBack]
 		if !ok {
 			return nil
 		}
@@ -133,7 +127,7 @@ func BackOnRedis(key string, within time.Duration) Measure {
 			// sends it requests again (its fail_timeout) it has no
 			// lookups or creates that could reach Redis.
 			ref := ref
-			if ready, ok := r.Mark(markAppReady + app); ok && ready > ref {
+			if ready, ok := r.Marks[markAppReady + app]; ok && ready > ref {
 				ref = ready
 				if first, ok := firstServed(r.Results, app, ready); ok {
 					ref = first
@@ -276,8 +270,8 @@ func AnsweredWithoutMySQL(share float64) Measure {
 // was away, and times the promotion from its return against within.
 func PromotedAfterQuorum(within time.Duration) Measure {
 	return func(r *Run) []Check {
-		p, okP := r.Mark(markPromoted)
-		b, okB := r.Mark(markSentBack)
+		p, okP := r.Marks[markPromoted]
+		b, okB := r.Marks[markSentBack]
 		got := fmt.Sprintf("sentinels back at %s, promotion at %s", fmtAt(b, okB), fmtAt(p, okP))
 		after := "never"
 		if okP && okB {
@@ -298,10 +292,10 @@ func PromotedAfterQuorum(within time.Duration) Measure {
 // SecondFailover checks that the sentinels promoted twice: the last node
 // became master after the first promoted one was killed too.
 func SecondFailover(r *Run) []Check {
-	p1, ok1 := r.Mark(markPromoted)
-	p2, ok2 := r.Mark(markPromotedAgain)
+	p1, ok1 := r.Marks[markPromoted]
+	p2, ok2 := r.Marks[markPromotedAgain]
 	got := fmt.Sprintf("first at %s, second at %s", fmtAt(p1, ok1), fmtAt(p2, ok2))
-	if g, ok := r.Mark(markSecondGone); ok && ok2 {
+	if g, ok := r.Marks[markSecondGone]; ok && ok2 {
 		r.Report.SecondFailover = dur(p2 - g)
 		got += fmt.Sprintf(" (%s after the second kill)", ms(p2-g))
 	}
@@ -317,7 +311,7 @@ func AppServes(r *Run) []Check {
 	rep.RecoveryWhat = "from the app being back (ready, or thawed) to its first answer through nginx (slowest app)"
 	var recovered []*time.Duration
 	for _, app := range r.Apps {
-		if ready, ok := r.Mark(markAppReady + app); ok {
+		if ready, ok := r.Marks[markAppReady + app]; ok {
 			var d *time.Duration
 			if first, ok := firstServed(r.Results, app, ready); ok {
 				d = dur(first - ready)
@@ -349,7 +343,7 @@ func firstServed(results []Result, app string, from time.Duration) (time.Duratio
 func MySQLOutage(r *Run) []Check {
 	rep := r.Report
 	rep.RecoveryWhat = "from MySQL answering again to the first acknowledged create"
-	back, ok := r.Mark(markMySQLBack)
+	back, ok := r.Marks[markMySQLBack]
 	if !ok {
 		return nil
 	}

@@ -61,7 +61,7 @@ type answer struct {
 	// Idempotent-Replayed: the answer is that of an earlier POST.
 	retryAfter time.Duration
 	replayed   bool
-	created    created // a 201's body
+	body       []byte // up to 64 KiB
 }
 
 // send makes one request, a GET of url or, with a body, a create's POST
@@ -94,14 +94,8 @@ func send(ctx context.Context, c *http.Client, url, key string, body []byte, tim
 	if s, err := strconv.Atoi(h.Get("Retry-After")); err == nil && s > 0 {
 		a.retryAfter = time.Duration(s) * time.Second
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err != nil {
+	if a.body, err = io.ReadAll(io.LimitReader(resp.Body, 64<<10)); err != nil {
 		return a, fmt.Errorf("read body: %w", err)
-	}
-	if a.status == http.StatusCreated {
-		if err := json.Unmarshal(b, &a.created); err != nil {
-			return a, fmt.Errorf("decode 201: %w", err)
-		}
 	}
 	return a, nil
 }
@@ -164,7 +158,12 @@ func create(ctx context.Context, c *http.Client, base string, timeout time.Durat
 	for attempt := 1; ; attempt++ {
 		r.Attempts = attempt
 		a, err := send(ctx, c, base+"/api/v1/links", r.Key, body, timeout)
-		status, got := a.status, a.created
+		status, got := a.status, created{}
+		if err == nil && status == http.StatusCreated {
+			if err = json.Unmarshal(a.body, &got); err != nil {
+				err = fmt.Errorf("decode 201: %w", err)
+			}
+		}
 		if attempt == 1 {
 			r.FirstAnswer, r.FirstStatus = time.Since(due), status
 		}

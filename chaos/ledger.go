@@ -132,29 +132,15 @@ func (Creates) Open(_ context.Context, env *Env) (Settle, error) {
 				sent, codes = append(sent, r.Key), append(codes, r.Code)
 			}
 		}
-		keys, err := storedKeys(ctx, env.DB, sent)
+		// The table keeps each key as sent, beside its scope (who sent
+		// it); the load's keys are unique, so the key alone finds its row.
+		keys, err := queryPairs[string](ctx, env.DB, "SELECT idem_key, code FROM idempotency_keys WHERE idem_key IN (%s)", sent)
 		if err != nil {
-			return Entry{}, err
+			return Entry{}, fmt.Errorf("query idempotency keys: %w", err)
 		}
 		resolved := resolveAll(ctx, env.Client, env.Target.BaseURL, codes, env.Config.Timeout)
 		return checkCreates(run.Results, stored, keys, resolved), nil
 	}, nil
-}
-
-// createTally is what checkCreates counts.
-type createTally struct {
-	acked, stored, unackedStored, failedStored, retried, replayed int
-	problems                                                      []Problem
-}
-
-func (t *createTally) count(kind string) int {
-	n := 0
-	for _, p := range t.problems {
-		if p.Kind == kind {
-			n++
-		}
-	}
-	return n
 }
 
 // The kinds of problem the creates account finds, and the checks named
@@ -172,7 +158,13 @@ const (
 // each acknowledged code resolved after the run (resolved). It is pure, so
 // it can be tested on hand-made inputs.
 func checkCreates(results []Result, stored []StoredLink, keys map[string]string, resolved map[string]Resolution) Entry {
-	var t createTally
+	var acked, inMySQL, unackedStored, failedStored, retried, replayed int
+	e := Entry{Account: "creates"}
+	n := map[string]int{} // problems by kind
+	problem := func(p Problem) {
+		e.Problems = append(e.Problems, p)
+		n[p.Kind]++
+	}
 	byURL := map[string][]string{} // URL -> codes stored for it
 	byCode := map[string]string{}  // code -> URL stored
 	for _, s := range stored {
@@ -184,24 +176,22 @@ func checkCreates(results []Result, stored []StoredLink, keys map[string]string,
 			continue
 		}
 		if r.Attempts > 1 {
-			t.retried++
+			retried++
 		}
 		if r.Replayed {
-			t.replayed++
+			replayed++
 		}
 		if r.Outcome != OK {
 			if len(byURL[r.URL]) > 0 {
-				t.unackedStored++
+				unackedStored++
 				if r.Outcome == Failed {
-					t.failedStored++
+					failedStored++
 				}
 			}
 			continue
 		}
-		t.acked++
-		p := func(kind, why string) {
-			t.problems = append(t.problems, Problem{Kind: kind, Key: r.Key, URL: r.URL, Code: r.Code, Why: why})
-		}
+		acked++
+		p := func(kind, why string) { problem(Problem{Kind: kind, Key: r.Key, URL: r.URL, Code: r.Code, Why: why}) }
 		url, ok := byCode[r.Code]
 		switch {
 		case !ok:
@@ -209,7 +199,7 @@ func checkCreates(results []Result, stored []StoredLink, keys map[string]string,
 		case url != r.URL:
 			p(problemMismatched, fmt.Sprintf("its code is stored with URL %q", url))
 		default:
-			t.stored++
+			inMySQL++
 		}
 		if k, ok := keys[r.Key]; !ok || k != r.Code {
 			p(problemKey, fmt.Sprintf("Idempotency-Key recorded for code %q (present: %v)", k, ok))
@@ -221,34 +211,33 @@ func checkCreates(results []Result, stored []StoredLink, keys map[string]string,
 	for _, u := range slices.Sorted(maps.Keys(byURL)) {
 		if codes := byURL[u]; len(codes) > 1 {
 			sort.Strings(codes)
-			t.problems = append(t.problems, Problem{Kind: problemDuplicated, URL: u, Why: fmt.Sprintf("stored %d times, codes %v", len(codes), codes)})
+			problem(Problem{Kind: problemDuplicated, URL: u, Why: fmt.Sprintf("stored %d times, codes %v", len(codes), codes)})
 		}
 	}
 
-	n := fmt.Sprint
-	e := Entry{Account: "creates", Problems: t.problems}
+	f := fmt.Sprint
 	e.Figures = []Figure{
-		{Label: "creates acknowledged (201)", Value: n(t.acked)},
-		{Label: "of those, in MySQL under their code and URL", Value: n(t.stored)},
-		{Label: "lost (acknowledged, no row)", Value: n(t.count(problemLost)), Column: "lost creates"},
-		{Label: "stored with another URL", Value: n(t.count(problemMismatched))},
-		{Label: "URLs stored twice (a key that made two links)", Value: n(t.count(problemDuplicated))},
-		{Label: "key recorded for another code", Value: n(t.count(problemKey))},
-		{Label: "acknowledged but not redirecting to their URL after the run", Value: n(t.count(problemUnresolved))},
-		{Label: "not acknowledged (failed or unknown) yet stored", Value: fmt.Sprintf("%d (%d of them failed, not timed out)", t.unackedStored, t.failedStored)},
-		{Label: "creates that took more than one POST (same key)", Value: n(t.retried)},
-		{Label: "acknowledged with the answer of an earlier POST (Idempotent-Replayed)", Value: n(t.replayed)},
+		{Label: "creates acknowledged (201)", Value: f(acked)},
+		{Label: "of those, in MySQL under their code and URL", Value: f(inMySQL)},
+		{Label: "lost (acknowledged, no row)", Value: f(n[problemLost]), Column: "lost creates"},
+		{Label: "stored with another URL", Value: f(n[problemMismatched])},
+		{Label: "URLs stored twice (a key that made two links)", Value: f(n[problemDuplicated])},
+		{Label: "key recorded for another code", Value: f(n[problemKey])},
+		{Label: "acknowledged but not redirecting to their URL after the run", Value: f(n[problemUnresolved])},
+		{Label: "not acknowledged (failed or unknown) yet stored", Value: fmt.Sprintf("%d (%d of them failed, not timed out)", unackedStored, failedStored)},
+		{Label: "creates that took more than one POST (same key)", Value: f(retried)},
+		{Label: "acknowledged with the answer of an earlier POST (Idempotent-Replayed)", Value: f(replayed)},
 	}
 	zero := func(id, what string, got int, of string) {
-		e.Checks = append(e.Checks, Check{ID: id, What: what, Want: "0", Got: n(got) + of, OK: got == 0, Required: true})
+		e.Checks = append(e.Checks, Check{ID: id, What: what, Want: "0", Got: f(got) + of, OK: got == 0, Required: true})
 	}
-	of := fmt.Sprintf(" of %d", t.acked)
-	zero("creates.lost", "acknowledged creates lost (no row in MySQL)", t.count(problemLost), of)
-	zero("creates.mismatched", "acknowledged codes stored with another URL", t.count(problemMismatched), "")
-	zero("creates.duplicated", "idempotency keys that made two links", t.count(problemDuplicated), "")
-	zero("creates.key", "acknowledged creates whose key names another code", t.count(problemKey), "")
-	zero("creates.unresolved", "acknowledged creates that do not redirect to their URL after the run", t.count(problemUnresolved), of)
-	zero("creates.half-written", "creates that failed for the client but were stored (half-written)", t.failedStored, "")
+	of := fmt.Sprintf(" of %d", acked)
+	zero("creates.lost", "acknowledged creates lost (no row in MySQL)", n[problemLost], of)
+	zero("creates.mismatched", "acknowledged codes stored with another URL", n[problemMismatched], "")
+	zero("creates.duplicated", "idempotency keys that made two links", n[problemDuplicated], "")
+	zero("creates.key", "acknowledged creates whose key names another code", n[problemKey], "")
+	zero("creates.unresolved", "acknowledged creates that do not redirect to their URL after the run", n[problemUnresolved], of)
+	zero("creates.half-written", "creates that failed for the client but were stored (half-written)", failedStored, "")
 	return e
 }
 
@@ -272,18 +261,6 @@ func storedLinks(ctx context.Context, db *sql.DB, prefix string) ([]StoredLink, 
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("query links: %w", err)
-	}
-	return out, nil
-}
-
-// storedKeys returns, for each of keys that the idempotency table holds,
-// the code it records. The table keeps each key as sent, beside its scope
-// (who sent it); the load's keys are unique, so the key alone finds its
-// row.
-func storedKeys(ctx context.Context, db *sql.DB, keys []string) (map[string]string, error) {
-	out, err := queryPairs[string](ctx, db, "SELECT idem_key, code FROM idempotency_keys WHERE idem_key IN (%s)", keys)
-	if err != nil {
-		return nil, fmt.Errorf("query idempotency keys: %w", err)
 	}
 	return out, nil
 }

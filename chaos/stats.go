@@ -129,25 +129,11 @@ type Second struct {
 // over the whole seconds in [0, end); a last, partial second would read as
 // a drop in throughput.
 func perSecond(results []Result, end time.Duration) []Second {
-	n := int(end / time.Second)
-	secs := make([]Second, n)
-	lats := make([][]time.Duration, n)
+	secs := make([]Second, int(end/time.Second))
 	for i := range secs {
-		secs[i].T = i
-	}
-	for _, r := range results {
-		i := int(r.Intended / time.Second)
-		if i < 0 || i >= n {
-			continue
-		}
-		secs[i].add(r)
-		if !r.Dropped {
-			lats[i] = append(lats[i], r.Latency)
-		}
-	}
-	for i, l := range lats {
-		s := Summarise(l)
-		secs[i].P50, secs[i].P99, secs[i].Max = s.P50, s.P99, s.Max
+		from := time.Duration(i) * time.Second
+		ps := phaseStats(results, Window{from, from + time.Second}, anyKind)
+		secs[i] = Second{T: i, Counts: ps.Counts, P50: ps.Latency.P50, P99: ps.Latency.P99, Max: ps.Latency.Max}
 	}
 	return secs
 }

@@ -116,33 +116,25 @@ func (r *Runner) AwaitQuietTrending(ctx context.Context, log io.Writer) error {
 
 // askTrending sends one request, as a client would, and times it.
 func askTrending(ctx context.Context, env *Env) trendingAnswer {
-	ctx, cancel := context.WithTimeout(ctx, env.Config.Timeout)
-	defer cancel()
 	began := time.Now()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, env.Target.BaseURL+"/api/v1/trending?window=5m&limit=10", nil)
-	if err != nil {
-		return trendingAnswer{latency: time.Since(began)}
-	}
-	resp, err := env.Client.Do(req)
-	if err != nil {
-		return trendingAnswer{latency: time.Since(began)}
-	}
-	defer resp.Body.Close()
+	a, err := send(ctx, env.Client, env.Target.BaseURL+"/api/v1/trending?window=5m&limit=10", "", nil, env.Config.Timeout)
 	var body struct {
 		Source string `json:"source"`
 		Links  []struct {
 			Code string `json:"code"`
 		} `json:"links"`
 	}
-	derr := json.NewDecoder(resp.Body).Decode(&body)
-	a := trendingAnswer{latency: time.Since(began), status: resp.StatusCode, source: body.Source}
-	if derr != nil {
-		a.status = 0
+	if err == nil {
+		err = json.Unmarshal(a.body, &body)
+	}
+	t := trendingAnswer{latency: time.Since(began), status: a.status, source: body.Source}
+	if err != nil {
+		t.status = 0
 	}
 	for _, l := range body.Links {
-		a.codes = append(a.codes, l.Code)
+		t.codes = append(t.codes, l.Code)
 	}
-	return a
+	return t
 }
 
 // trendingEntry judges the answers against the truth.
