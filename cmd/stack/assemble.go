@@ -17,32 +17,6 @@ import (
 	"shortener/stack"
 )
 
-// ports are the TCP ports of one stack on 127.0.0.1; 0 picks a free one.
-type ports struct {
-	MySQL     int
-	Redis     [3]int // [0] starts as the master
-	Sentinels [3]int
-	Apps      [2]int // app1, app2
-	Nginx     int
-}
-
-// localPorts are the ports "up" uses, those of DESIGN.md: every tool and
-// document that talks to the local stack assumes them.
-var localPorts = ports{
-	MySQL:     3307,
-	Redis:     [3]int{6380, 6381, 6382},
-	Sentinels: [3]int{26380, 26381, 26382},
-	Apps:      [2]int{8081, 8082},
-	Nginx:     8080,
-}
-
-// apps are the two instances behind nginx. Their node IDs must differ, or
-// their codes collide.
-var apps = [2]struct {
-	name   string
-	nodeID int
-}{{"app1", 1}, {"app2", 2}}
-
 // apiKeyFile is the local API key's file name in the state directory;
 // codeKeyFile the code permutation's secret, made once and kept, since
 // changing it would change how codes are made (the app refuses the
@@ -52,31 +26,32 @@ const (
 	codeKeyFile = "code-key"
 )
 
-// stackConfig is the whole local stack: "up" runs it on localPorts in
-// .stack/, the end-to-end tests on free ports in a temporary directory;
-// nothing else differs. killWithParent is for tests, whose servers must
-// die with them.
-func stackConfig(dir, bin string, p ports, killWithParent bool, log *slog.Logger) stack.Config {
+// stackConfig is the whole local stack: "up" runs it in .stack/ on the
+// ports of DESIGN.md (local), which every tool and document that talks to
+// the local stack assumes; the end-to-end tests on free ports in a
+// temporary directory; nothing else differs. killWithParent is for tests,
+// whose servers must die with them.
+func stackConfig(dir, bin string, local, killWithParent bool, log *slog.Logger) stack.Config {
 	cfg := stack.Config{
 		Dir:            dir,
-		MySQLPort:      p.MySQL,
-		RedisPorts:     p.Redis,
-		SentinelPorts:  p.Sentinels,
-		MasterName:     "shortener",
-		Quorum:         2,
-		Database:       "shortener",
 		AppBinary:      bin,
 		APIKeyFile:     filepath.Join(dir, apiKeyFile),
 		CodeKeyFile:    filepath.Join(dir, codeKeyFile),
-		NginxPort:      p.Nginx,
 		NginxConf:      renderNginx,
 		KillWithParent: killWithParent,
 		Log:            log,
 		// nginx runs on 127.0.0.1: its X-Real-IP names the client.
 		AppEnv: []string{"SHORTENER_TRUSTED_PROXIES=127.0.0.1"},
 	}
-	for i, a := range apps {
-		cfg.Apps = append(cfg.Apps, stack.App{Name: a.name, NodeID: a.nodeID, Port: p.Apps[i]})
+	var appPorts [2]int
+	if local {
+		cfg.MySQLPort, cfg.NginxPort, appPorts = 3307, 8080, [2]int{8081, 8082}
+		cfg.RedisPorts, cfg.SentinelPorts = [3]int{6380, 6381, 6382}, [3]int{26380, 26381, 26382}
+	}
+	// Two instances behind nginx. Their node IDs must differ, or their
+	// codes collide.
+	for i, name := range []string{"app1", "app2"} {
+		cfg.Apps = append(cfg.Apps, stack.App{Name: name, NodeID: i + 1, Port: appPorts[i]})
 	}
 	return cfg
 }

@@ -211,7 +211,7 @@ func startBrowserStack(tb testing.TB) *stack.Stack {
 	stacktest.RequirePrograms(tb)
 	bin := shortenerBinary(tb)
 	return stacktest.StartWith(tb, func(ctx context.Context, dir string, log *slog.Logger) (*stack.Stack, error) {
-		cfg := stackConfig(dir, bin, ports{}, true, log)
+		cfg := stackConfig(dir, bin, false, true, log)
 		cfg.AppEnv = append(cfg.AppEnv, "SHORTENER_ALLOW_LOCAL_TARGETS=true")
 		return startStack(ctx, cfg)
 	})

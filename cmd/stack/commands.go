@@ -20,7 +20,7 @@ import (
 // sentinels answer at once or are down.
 const masterTimeout = 3 * time.Second
 
-// up starts the stack in o.dir on o.ports and waits until it is ready. A
+// up starts the stack in o.dir and waits until it is ready. A
 // stack that already runs there is left as it is, except that its stopped
 // processes are restarted, so running up twice is harmless.
 func up(ctx context.Context, o options, stdout, stderr io.Writer) error {
@@ -38,7 +38,7 @@ func up(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			return a
 		},
 	}))
-	cfg := stackConfig(o.dir, o.bin, o.ports, o.killWithParent, log)
+	cfg := stackConfig(o.dir, o.bin, o.local, o.killWithParent, log)
 	if s, err := stack.Attach(o.dir); err == nil && len(running(s)) > 0 {
 		return resume(ctx, s, cfg, stdout)
 	}

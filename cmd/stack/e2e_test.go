@@ -67,6 +67,6 @@ func startFullStack(tb testing.TB) *stack.Stack {
 	stacktest.RequirePrograms(tb)
 	bin := shortenerBinary(tb)
 	return stacktest.StartWith(tb, func(ctx context.Context, dir string, log *slog.Logger) (*stack.Stack, error) {
-		return startStack(ctx, stackConfig(dir, bin, ports{}, true, log))
+		return startStack(ctx, stackConfig(dir, bin, false, true, log))
 	})
 }

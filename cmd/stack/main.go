@@ -77,14 +77,14 @@ flags (before or after COMMAND):
 type options struct {
 	dir            string // state directory
 	bin            string // shortener binary
-	ports          ports
+	local          bool   // on DESIGN.md's ports, not free ones
 	killWithParent bool   // tests: the servers die with the test binary
 	sys            system // the machine, for installing missing programs
 }
 
 // run parses the command line and runs one command.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	o := options{ports: localPorts, sys: hostSystem(stdout, stderr)}
+	o := options{local: true, sys: hostSystem(stdout, stderr)}
 	fs := flag.NewFlagSet("stack", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
