@@ -51,11 +51,9 @@ func (r *Report) WriteChart(w io.Writer) error {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 
-	apps := map[string]bool{}
 	var appOrder []string
 	for _, s := range r.BreakerStates {
-		if !apps[s.App] {
-			apps[s.App] = true
+		if !slices.Contains(appOrder, s.App) {
 			appOrder = append(appOrder, s.App)
 		}
 	}

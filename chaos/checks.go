@@ -127,7 +127,7 @@ func BackOnRedis(key string, within time.Duration) Measure {
 			// sends it requests again (its fail_timeout) it has no
 			// lookups or creates that could reach Redis.
 			ref := ref
-			if ready, ok := r.Marks[markAppReady + app]; ok && ready > ref {
+			if ready, ok := r.Marks[markAppReady+app]; ok && ready > ref {
 				ref = ready
 				if first, ok := firstServed(r.Results, app, ready); ok {
 					ref = first
@@ -311,7 +311,7 @@ func AppServes(r *Run) []Check {
 	rep.RecoveryWhat = "from the app being back (ready, or thawed) to its first answer through nginx (slowest app)"
 	var recovered []*time.Duration
 	for _, app := range r.Apps {
-		if ready, ok := r.Marks[markAppReady + app]; ok {
+		if ready, ok := r.Marks[markAppReady+app]; ok {
 			var d *time.Duration
 			if first, ok := firstServed(r.Results, app, ready); ok {
 				d = dur(first - ready)

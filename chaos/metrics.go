@@ -56,60 +56,44 @@ type Sample struct {
 	Values map[string]float64
 }
 
-// Scraper polls every app's /metrics until stopped.
-type Scraper struct {
-	apps   []App
-	every  time.Duration
-	client *http.Client
-	start  time.Time
-	stop   chan struct{}
-	wg     sync.WaitGroup
-
-	mu      sync.Mutex
-	samples []Sample
-}
-
-// StartScraper scrapes each app every interval, timing samples from start.
-// The client should not share connections with the load's (its own
-// transport), so a saturated load does not delay the evidence.
-func StartScraper(apps []App, every time.Duration, start time.Time, client *http.Client) *Scraper {
-	s := &Scraper{apps: apps, every: every, client: client, start: start, stop: make(chan struct{})}
+// startScraper scrapes each app's /metrics every interval, timing
+// samples from start, until the stop it returns, which returns the
+// samples in time order. The client should not share connections with
+// the load's (its own transport), so a saturated load does not delay the
+// evidence.
+func startScraper(apps []App, every time.Duration, start time.Time, client *http.Client) (stop func() []Sample) {
+	var mu sync.Mutex
+	var samples []Sample
+	done := make(chan struct{})
+	var wg sync.WaitGroup
 	for _, a := range apps {
-		s.wg.Go(func() { s.poll(a) })
+		wg.Go(func() {
+			t := time.NewTicker(every)
+			defer t.Stop()
+			for {
+				smp := Sample{At: time.Since(start), App: a.Name}
+				ctx, cancel := context.WithTimeout(context.Background(), every)
+				if m, err := Scrape(ctx, client, a.URL); err == nil {
+					smp.Up, smp.Values = true, m.keep()
+				}
+				cancel()
+				mu.Lock()
+				samples = append(samples, smp)
+				mu.Unlock()
+				select {
+				case <-done:
+					return
+				case <-t.C:
+				}
+			}
+		})
 	}
-	return s
-}
-
-func (s *Scraper) poll(a App) {
-	t := time.NewTicker(s.every)
-	defer t.Stop()
-	for {
-		smp := Sample{At: time.Since(s.start), App: a.Name}
-		ctx, cancel := context.WithTimeout(context.Background(), s.every)
-		if m, err := Scrape(ctx, s.client, a.URL); err == nil {
-			smp.Up, smp.Values = true, m.keep()
-		}
-		cancel()
-		s.mu.Lock()
-		s.samples = append(s.samples, smp)
-		s.mu.Unlock()
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-		}
+	return func() []Sample {
+		close(done)
+		wg.Wait()
+		sort.SliceStable(samples, func(i, j int) bool { return samples[i].At < samples[j].At })
+		return samples
 	}
-}
-
-// Stop ends the polling and returns the samples in time order.
-func (s *Scraper) Stop() []Sample {
-	close(s.stop)
-	s.wg.Wait()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := append([]Sample(nil), s.samples...)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
-	return out
 }
 
 // Metrics is one scrape of an app's /metrics, by metric family.

@@ -265,7 +265,7 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", sc.Name, err)
 	}
-	scraper := StartScraper(r.t.Apps, r.cfg.ScrapeEvery, load.Start(), r.probe)
+	stopScraper := startScraper(r.t.Apps, r.cfg.ScrapeEvery, load.Start(), r.probe)
 	scene := &Scene{Stack: r.s, Load: load, marks: map[string]time.Duration{}}
 
 	var phase atomic.Value
@@ -316,7 +316,7 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 	stopCtx, cancel := context.WithTimeout(ctx, 2*time.Duration(r.cfg.CreateAttempts)*(r.cfg.Timeout+retryCap))
 	results, stopErr := load.Stop(stopCtx)
 	cancel()
-	samples := scraper.Stop()
+	samples := stopScraper()
 	close(liveStop)
 	live.Wait()
 	if stopErr != nil {
