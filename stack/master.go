@@ -20,10 +20,10 @@ const sentinelAskTimeout = 500 * time.Millisecond
 // returns an error wrapping ErrNoMaster when none answers or no majority
 // agrees.
 func (s *Stack) Master(ctx context.Context) (*Proc, error) {
-	ports := make([]int, len(s.sentinels))
-	errs := make([]error, len(s.sentinels))
+	ports := make([]int, len(s.byKind[KindSentinel]))
+	errs := make([]error, len(s.byKind[KindSentinel]))
 	var wg sync.WaitGroup
-	for i, sp := range s.sentinels {
+	for i, sp := range s.byKind[KindSentinel] {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(ctx, sentinelAskTimeout)
 			defer cancel()
@@ -51,7 +51,7 @@ func (s *Stack) Master(ctx context.Context) (*Proc, error) {
 		if 2*n <= answered {
 			continue
 		}
-		for _, p := range s.redis {
+		for _, p := range s.byKind[KindRedis] {
 			if p.Port == port {
 				return p, nil
 			}
@@ -121,10 +121,10 @@ func (s *Stack) Replicated(ctx context.Context, master *Proc) error {
 	if err != nil {
 		return err
 	}
-	if r.Role != "master" || r.ConnectedReplicas < len(s.redis)-1 {
+	if r.Role != "master" || r.ConnectedReplicas < len(s.byKind[KindRedis])-1 {
 		return fmt.Errorf("master %s: role %s, %d replicas connected", master.Name, r.Role, r.ConnectedReplicas)
 	}
-	for _, p := range s.redis {
+	for _, p := range s.byKind[KindRedis] {
 		if p.Name == master.Name {
 			continue
 		}
@@ -156,7 +156,7 @@ func (s *Stack) WaitSwitched(ctx context.Context, master *Proc) error {
 func (s *Stack) waitSentinels(ctx context.Context, master *Proc, whole bool) error {
 	name := s.st.MasterName
 	err := Poll(ctx, readyPoll, func(ctx context.Context) error {
-		for _, sp := range s.sentinels {
+		for _, sp := range s.byKind[KindSentinel] {
 			reply, err := do(ctx, sp.Addr(), "SENTINEL", "MASTER", name)
 			if err != nil {
 				return err
@@ -171,7 +171,7 @@ func (s *Stack) waitSentinels(ctx context.Context, master *Proc, whole bool) err
 			if !whole {
 				continue
 			}
-			if m["num-slaves"] != strconv.Itoa(len(s.redis)-1) || m["num-other-sentinels"] != strconv.Itoa(len(s.sentinels)-1) {
+			if m["num-slaves"] != strconv.Itoa(len(s.byKind[KindRedis])-1) || m["num-other-sentinels"] != strconv.Itoa(len(s.byKind[KindSentinel])-1) {
 				return fmt.Errorf("%s sees %s replicas, %s other sentinels", sp.Name, m["num-slaves"], m["num-other-sentinels"])
 			}
 			reply, err = do(ctx, sp.Addr(), "SENTINEL", "REPLICAS", name)

@@ -47,14 +47,14 @@ func nginxTempDir(p *Proc) string { return filepath.Join(p.dir(), "tmp") }
 
 // nginxLayout is the layout for the stack's nginx.
 func (s *Stack) nginxLayout() NginxLayout {
-	p := s.nginx
+	p := s.Nginx()
 	l := NginxLayout{
 		Listen:  p.Addr(),
 		PIDFile: filepath.Join(p.dir(), "nginx.pid"),
 		LogDir:  filepath.Join(s.dir, "logs"),
 		TempDir: nginxTempDir(p),
 	}
-	for _, a := range s.apps {
+	for _, a := range s.byKind[KindApp] {
 		l.Apps = append(l.Apps, a.Addr())
 	}
 	if os.Geteuid() == 0 {

@@ -44,7 +44,7 @@ func sentinelConf(p *Proc) string { return filepath.Join(p.dir(), "sentinel.conf
 // master until the sentinels noticed — and when no sentinel answers, it
 // keeps the replicaof line that it or a sentinel last wrote to its config.
 func configureRedis(ctx context.Context, p *Proc, fresh bool) error {
-	masterPort := p.s.redis[0].Port
+	masterPort := p.s.byKind[KindRedis][0].Port
 	if !fresh {
 		if m, err := p.s.Master(ctx); err == nil {
 			masterPort = m.Port
@@ -113,7 +113,7 @@ func configureSentinel(_ context.Context, p *Proc, fresh bool) error {
 	b.WriteString("# Written by package stack at start; the sentinel rewrites it.\n")
 	b.WriteString(SentinelConf(SentinelNode{
 		Bind: "127.0.0.1", Port: p.Port, Dir: p.dir(),
-		MasterName: st.MasterName, MasterHost: "127.0.0.1", MasterPort: p.s.redis[0].Port,
+		MasterName: st.MasterName, MasterHost: "127.0.0.1", MasterPort: p.s.byKind[KindRedis][0].Port,
 		Quorum: st.Quorum, DownAfter: time.Duration(st.DownAfterMS) * time.Millisecond,
 		FailoverTimeout: time.Duration(st.FailoverTimeoutMS) * time.Millisecond,
 		Script:          script,

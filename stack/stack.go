@@ -42,6 +42,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -174,12 +175,8 @@ type Stack struct {
 	log            *slog.Logger
 	killWithParent bool
 
-	procs     []*Proc // in start order: mysql, redis-1..3, sentinel-1..3, apps, nginx
-	mysql     *Proc
-	redis     []*Proc
-	sentinels []*Proc
-	apps      []*Proc
-	nginx     *Proc // nil without apps
+	procs  []*Proc            // in start order: mysql, redis-1..3, sentinel-1..3, apps, nginx
+	byKind map[string][]*Proc // the same, by Kind
 
 	// nginxConf renders nginx.conf; only Start has it (Config.NginxConf).
 	nginxConf func(NginxLayout) ([]byte, error)
@@ -340,8 +337,8 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, fmt.Errorf("start stack: %w", err)
 	}
 	attrs := []any{"dir", s.dir, "took", time.Since(begin).Round(time.Millisecond),
-		"mysql", s.mysql.Addr(), "sentinels", s.SentinelAddrs()}
-	if s.nginx != nil {
+		"mysql", s.MySQL().Addr(), "sentinels", s.SentinelAddrs()}
+	if s.Nginx() != nil {
 		attrs = append(attrs, "base_url", s.BaseURL())
 	}
 	s.log.Info("stack ready", attrs...)
@@ -355,20 +352,17 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 func (s *Stack) start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var mysqlErr error
-	wg.Go(func() { mysqlErr = s.mysql.start(ctx, true) })
+	wg.Go(func() { mysqlErr = s.MySQL().start(ctx, true) })
 
 	redisErr := s.startRedis(ctx)
 	wg.Wait()
 	if err := errors.Join(mysqlErr, redisErr); err != nil {
 		return err
 	}
-	if err := launchAll(ctx, s.apps); err != nil {
+	if err := launchAll(ctx, s.byKind[KindApp]); err != nil {
 		return err
 	}
-	if s.nginx != nil {
-		return s.nginx.start(ctx, true)
-	}
-	return nil
+	return launchAll(ctx, s.byKind[KindNginx]) // none without apps
 }
 
 // startRedis starts the nodes, waits for both replicas to link, and only then
@@ -376,17 +370,17 @@ func (s *Stack) start(ctx context.Context) error {
 // which it asks for at once and then only every ten seconds, so replicas that
 // link after its first look would be unknown to it for up to ten seconds.
 func (s *Stack) startRedis(ctx context.Context) error {
-	if err := launchAll(ctx, s.redis); err != nil {
+	if err := launchAll(ctx, s.byKind[KindRedis]); err != nil {
 		return err
 	}
-	err := Poll(ctx, readyPoll, func(ctx context.Context) error { return s.Replicated(ctx, s.redis[0]) })
+	err := Poll(ctx, readyPoll, func(ctx context.Context) error { return s.Replicated(ctx, s.byKind[KindRedis][0]) })
 	if err != nil {
 		return fmt.Errorf("wait replicas: %w", err)
 	}
-	if err := launchAll(ctx, s.sentinels); err != nil {
+	if err := launchAll(ctx, s.byKind[KindSentinel]); err != nil {
 		return err
 	}
-	return s.waitSentinels(ctx, s.redis[0], true)
+	return s.waitSentinels(ctx, s.byKind[KindRedis][0], true)
 }
 
 // launchAll starts procs concurrently, fresh, and waits until each is ready.
@@ -427,7 +421,7 @@ func Attach(dir string) (*Stack, error) {
 
 // newStack builds the Proc values for st; it starts nothing.
 func newStack(dir string, st state, log *slog.Logger, killWithParent bool) (*Stack, error) {
-	s := &Stack{dir: dir, st: st, log: log, killWithParent: killWithParent}
+	s := &Stack{dir: dir, st: st, log: log, killWithParent: killWithParent, byKind: map[string][]*Proc{}}
 	for _, ps := range st.Procs {
 		k, err := lookupKind(ps.Kind)
 		if err != nil {
@@ -435,24 +429,14 @@ func newStack(dir string, st state, log *slog.Logger, killWithParent bool) (*Sta
 		}
 		p := &Proc{Name: ps.Name, Kind: ps.Kind, Port: ps.Port, NodeID: ps.NodeID, s: s, k: k}
 		s.procs = append(s.procs, p)
-		switch ps.Kind {
-		case KindMySQL:
-			s.mysql = p
-		case KindRedis:
-			s.redis = append(s.redis, p)
-		case KindSentinel:
-			s.sentinels = append(s.sentinels, p)
-		case KindApp:
-			s.apps = append(s.apps, p)
-		case KindNginx:
-			s.nginx = p
-		}
+		s.byKind[ps.Kind] = append(s.byKind[ps.Kind], p)
 	}
-	if s.mysql == nil || len(s.redis) != 3 || len(s.sentinels) != 3 {
+	n := func(kind string) int { return len(s.byKind[kind]) }
+	if n(KindMySQL) != 1 || n(KindRedis) != 3 || n(KindSentinel) != 3 {
 		return nil, fmt.Errorf("%w: stack.json lists %d processes, want mysql, 3 redis, 3 sentinels", ErrNoStack, len(s.procs))
 	}
-	if (len(s.apps) > 0) != (s.nginx != nil) || (len(s.apps) > 0 && st.AppBinary == "") {
-		return nil, fmt.Errorf("%w: stack.json lists %d apps, nginx %v, app binary %q: want apps, nginx and a binary, or none", ErrNoStack, len(s.apps), s.nginx != nil, st.AppBinary)
+	if (n(KindApp) > 0) != (n(KindNginx) == 1) || n(KindNginx) > 1 || (n(KindApp) > 0 && st.AppBinary == "") {
+		return nil, fmt.Errorf("%w: stack.json lists %d apps, %d nginx, app binary %q: want apps, nginx and a binary, or none", ErrNoStack, n(KindApp), n(KindNginx), st.AppBinary)
 	}
 	return s, nil
 }
@@ -506,13 +490,13 @@ func (s *Stack) MySQLReadOnlyDSN() string {
 }
 
 func (s *Stack) dsn(user, password string) string {
-	return fmt.Sprintf("%s:%s@tcp(%s)/%s?parseTime=true", user, password, s.mysql.Addr(), s.st.Database)
+	return fmt.Sprintf("%s:%s@tcp(%s)/%s?parseTime=true", user, password, s.MySQL().Addr(), s.st.Database)
 }
 
 // SentinelAddrs returns the sentinels' host:port addresses.
 func (s *Stack) SentinelAddrs() []string {
-	addrs := make([]string, len(s.sentinels))
-	for i, p := range s.sentinels {
+	addrs := make([]string, len(s.byKind[KindSentinel]))
+	for i, p := range s.byKind[KindSentinel] {
 		addrs[i] = p.Addr()
 	}
 	return addrs
@@ -522,33 +506,38 @@ func (s *Stack) SentinelAddrs() []string {
 func (s *Stack) MasterName() string { return s.st.MasterName }
 
 // MySQL returns the MariaDB process.
-func (s *Stack) MySQL() *Proc { return s.mysql }
+func (s *Stack) MySQL() *Proc { return s.byKind[KindMySQL][0] }
 
 // Redis returns the redis-server processes in configured order; the first
 // was the master when the stack started.
-func (s *Stack) Redis() []*Proc { return append([]*Proc(nil), s.redis...) }
+func (s *Stack) Redis() []*Proc { return slices.Clone(s.byKind[KindRedis]) }
 
 // Sentinels returns the redis-sentinel processes.
-func (s *Stack) Sentinels() []*Proc { return append([]*Proc(nil), s.sentinels...) }
+func (s *Stack) Sentinels() []*Proc { return slices.Clone(s.byKind[KindSentinel]) }
 
 // Apps returns the app processes in Config.Apps order; none when the stack
 // runs no apps.
-func (s *Stack) Apps() []*Proc { return append([]*Proc(nil), s.apps...) }
+func (s *Stack) Apps() []*Proc { return slices.Clone(s.byKind[KindApp]) }
 
 // Nginx returns the nginx process, or nil when the stack runs no apps.
-func (s *Stack) Nginx() *Proc { return s.nginx }
+func (s *Stack) Nginx() *Proc {
+	if n := s.byKind[KindNginx]; len(n) > 0 {
+		return n[0]
+	}
+	return nil
+}
 
 // BaseURL returns "http://127.0.0.1:<nginx port>", the address clients use,
 // or "" when the stack runs no apps.
 func (s *Stack) BaseURL() string {
-	if s.nginx == nil {
-		return ""
+	if n := s.Nginx(); n != nil {
+		return "http://" + n.Addr()
 	}
-	return "http://" + s.nginx.Addr()
+	return ""
 }
 
 // Procs returns every process in start order.
-func (s *Stack) Procs() []*Proc { return append([]*Proc(nil), s.procs...) }
+func (s *Stack) Procs() []*Proc { return slices.Clone(s.procs) }
 
 // Proc returns the process named name ("mysql", "redis-1", "sentinel-2", …).
 func (s *Stack) Proc(name string) (*Proc, error) {
