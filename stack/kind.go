@@ -166,13 +166,6 @@ func missing(progs []Program) []Program {
 	return out
 }
 
-// CheckPrograms returns an error wrapping ErrMissingProgram that lists every
-// program of Programs that is not installed and the Debian packages that
-// ship them, or nil when all are installed.
-func CheckPrograms() error {
-	return missingError(MissingPrograms())
-}
-
 // missingError describes missing programs, or returns nil for none.
 func missingError(miss []Program) error {
 	if len(miss) == 0 {

@@ -92,7 +92,7 @@ func RequirePrograms(tb testing.TB) {
 		return
 	}
 	unavailable(tb, fmt.Sprintf("integration test needs the stack's servers; install them "+
-		"(apt-get install %s) or run `make test`: %v", strings.Join(stack.Packages(miss), " "), stack.CheckPrograms()))
+		"(apt-get install %s) or run `make test`: %v: %v", strings.Join(stack.Packages(miss), " "), stack.ErrMissingProgram, miss))
 }
 
 // RequireRoot skips the test unless it runs as root, as iptables (a
