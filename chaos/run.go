@@ -207,25 +207,22 @@ func (r *Runner) heal(ctx context.Context) error {
 // both apps' L1.
 func (r *Runner) prime(ctx context.Context) error {
 	var failed atomic.Int64
-	var firstErr atomic.Value
-	var g errgroup.Group
+	var g errgroup.Group // every lookup runs; Wait returns the first error
 	g.SetLimit(4 * len(r.t.Apps))
 	for _, a := range r.t.Apps {
 		for _, l := range r.links {
 			g.Go(func() error {
 				var res Result
-				lookup(ctx, r.client, a.URL, l.Code, l.URL, r.cfg.Timeout, &res)
-				if res.Outcome != OK {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, res.Err)
+				if lookup(ctx, r.client, a.URL, l.Code, l.URL, r.cfg.Timeout, &res); res.Outcome == OK {
+					return nil
 				}
-				return nil
+				failed.Add(1)
+				return errors.New(res.Err)
 			})
 		}
 	}
-	g.Wait()
-	if n := failed.Load(); n > 0 {
-		return fmt.Errorf("prime: %d lookups failed; first: %v", n, firstErr.Load())
+	if err := g.Wait(); err != nil {
+		return fmt.Errorf("prime: %d lookups failed; first: %w", failed.Load(), err)
 	}
 	return nil
 }
