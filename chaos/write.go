@@ -14,24 +14,16 @@ import (
 
 // WriteFiles writes r into dir as <scenario>.md, .json and .svg.
 func WriteFiles(dir string, r *Report) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
 	var md, svg bytes.Buffer
-	if err := r.WriteMarkdown(&md, r.Scenario+".svg"); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	if err := r.WriteChart(&svg); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
 	js, err := json.MarshalIndent(r, "", "  ")
+	err = errors.Join(err, r.WriteMarkdown(&md, r.Scenario+".svg"), r.WriteChart(&svg), os.MkdirAll(dir, 0o755))
+	for ext, b := range map[string][]byte{".md": md.Bytes(), ".svg": svg.Bytes(), ".json": append(js, '\n')} {
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, r.Scenario+ext), b, 0o644)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("write report: %w", err)
-	}
-	for ext, b := range map[string][]byte{".md": md.Bytes(), ".svg": svg.Bytes(), ".json": append(js, '\n')} {
-		if err := os.WriteFile(filepath.Join(dir, r.Scenario+ext), b, 0o644); err != nil {
-			return fmt.Errorf("write report: %w", err)
-		}
 	}
 	return nil
 }
