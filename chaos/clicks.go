@@ -117,7 +117,7 @@ func storedClicks(ctx context.Context, db *sql.DB, links []Link) (map[string]int
 	for i, l := range links {
 		codes[i] = l.Code
 	}
-	out, err := queryPairs[int64](ctx, db, `SELECT l.code, COALESCE(SUM(h.clicks), 0) FROM links l
+	out, err := queryPairsIn[int64](ctx, db, `SELECT l.code, COALESCE(SUM(h.clicks), 0) FROM links l
 		LEFT JOIN click_hours h ON h.link_id = l.id WHERE l.code IN (%s) GROUP BY l.code`, codes)
 	if err != nil {
 		return nil, fmt.Errorf("query stored clicks: %w", err)

@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -106,12 +105,6 @@ func Accounts() []Account {
 // the run.
 type Creates struct{}
 
-// StoredLink is a row of the links table.
-type StoredLink struct {
-	Code string
-	URL  string
-}
-
 // Resolution is how a code answered through the target after the run.
 type Resolution struct {
 	Status   int
@@ -122,9 +115,13 @@ type Resolution struct {
 // Open notes nothing: the scenario's creates are found by their prefix.
 func (Creates) Open(_ context.Context, env *Env) (Settle, error) {
 	return func(ctx context.Context, run *Run) (Entry, error) {
-		stored, err := storedLinks(ctx, env.DB, "https://chaos.example/"+env.Prefix+"/")
+		// The URLs a load creates embed its run ID and scenario, so the
+		// prefix selects exactly them; the scan is fine for the tens of
+		// thousands of rows a local stack holds.
+		stored, err := queryPairs[string](ctx, env.DB, "SELECT code, url FROM links WHERE url LIKE CONCAT(?, '%')",
+			"https://chaos.example/"+env.Prefix+"/")
 		if err != nil {
-			return Entry{}, err
+			return Entry{}, fmt.Errorf("query links: %w", err)
 		}
 		var sent, codes []string
 		for _, r := range run.Results {
@@ -134,7 +131,7 @@ func (Creates) Open(_ context.Context, env *Env) (Settle, error) {
 		}
 		// The table keeps each key as sent, beside its scope (who sent
 		// it); the load's keys are unique, so the key alone finds its row.
-		keys, err := queryPairs[string](ctx, env.DB, "SELECT idem_key, code FROM idempotency_keys WHERE idem_key IN (%s)", sent)
+		keys, err := queryPairsIn[string](ctx, env.DB, "SELECT idem_key, code FROM idempotency_keys WHERE idem_key IN (%s)", sent)
 		if err != nil {
 			return Entry{}, fmt.Errorf("query idempotency keys: %w", err)
 		}
@@ -154,10 +151,10 @@ const (
 )
 
 // checkCreates compares the load's results with the rows stored for its
-// URLs (stored), the Idempotency-Key table (keys: key -> code) and how
+// URLs (stored: code -> URL), the Idempotency-Key table (keys: key -> code) and how
 // each acknowledged code resolved after the run (resolved). It is pure, so
 // it can be tested on hand-made inputs.
-func checkCreates(results []Result, stored []StoredLink, keys map[string]string, resolved map[string]Resolution) Entry {
+func checkCreates(results []Result, stored map[string]string, keys map[string]string, resolved map[string]Resolution) Entry {
 	var acked, inMySQL, unackedStored, failedStored, retried, replayed int
 	e := Entry{Account: "creates"}
 	n := map[string]int{} // problems by kind
@@ -166,10 +163,8 @@ func checkCreates(results []Result, stored []StoredLink, keys map[string]string,
 		n[p.Kind]++
 	}
 	byURL := map[string][]string{} // URL -> codes stored for it
-	byCode := map[string]string{}  // code -> URL stored
-	for _, s := range stored {
-		byURL[s.URL] = append(byURL[s.URL], s.Code)
-		byCode[s.Code] = s.URL
+	for code, url := range stored {
+		byURL[url] = append(byURL[url], code)
 	}
 	for _, r := range results {
 		if r.Kind != Create {
@@ -192,7 +187,7 @@ func checkCreates(results []Result, stored []StoredLink, keys map[string]string,
 		}
 		acked++
 		p := func(kind, why string) { problem(Problem{Kind: kind, Key: r.Key, URL: r.URL, Code: r.Code, Why: why}) }
-		url, ok := byCode[r.Code]
+		url, ok := stored[r.Code]
 		switch {
 		case !ok:
 			p(problemLost, "acknowledged with 201 but no row has its code")
@@ -241,58 +236,40 @@ func checkCreates(results []Result, stored []StoredLink, keys map[string]string,
 	return e
 }
 
-// storedLinks returns every link whose URL starts with prefix. The URLs a
-// load creates embed its run ID and scenario, so the prefix selects
-// exactly them; the scan is fine for the tens of thousands of rows a local
-// stack holds.
-func storedLinks(ctx context.Context, db *sql.DB, prefix string) ([]StoredLink, error) {
-	rows, err := db.QueryContext(ctx, "SELECT code, url FROM links WHERE url LIKE CONCAT(?, '%')", prefix)
+// queryPairs runs query and returns its rows' two columns, a key and a
+// value, as a map.
+func queryPairs[V any](ctx context.Context, db *sql.DB, query string, args ...any) (map[string]V, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("query links: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
-	var out []StoredLink
+	out := map[string]V{}
 	for rows.Next() {
-		var s StoredLink
-		if err := rows.Scan(&s.Code, &s.URL); err != nil {
-			return nil, fmt.Errorf("scan link: %w", err)
+		var k string
+		var v V
+		if err := rows.Scan(&k, &v); err != nil {
+			return nil, err
 		}
-		out = append(out, s)
+		out[k] = v
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("query links: %w", err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
-// queryPairs runs query, whose "IN (%s)" it fills with placeholders, for
-// up to 500 of keys at a time, and returns its rows' two columns, a key
-// and a value, as a map.
-func queryPairs[V any](ctx context.Context, db *sql.DB, query string, keys []string) (map[string]V, error) {
+// queryPairsIn is queryPairs for a query whose "IN (%s)" it fills with
+// placeholders for up to 500 of keys at a time.
+func queryPairsIn[V any](ctx context.Context, db *sql.DB, query string, keys []string) (map[string]V, error) {
 	out := make(map[string]V, len(keys))
-	for len(keys) > 0 {
-		n := min(500, len(keys))
-		args := make([]any, n)
-		for i, k := range keys[:n] {
+	for chunk := range slices.Chunk(keys, 500) {
+		args := make([]any, len(chunk))
+		for i, k := range chunk {
 			args[i] = k
 		}
-		keys = keys[n:]
-		rows, err := db.QueryContext(ctx, fmt.Sprintf(query, "?"+strings.Repeat(",?", n-1)), args...)
+		m, err := queryPairs[V](ctx, db, fmt.Sprintf(query, "?"+strings.Repeat(",?", len(chunk)-1)), args...)
 		if err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			var k string
-			var v V
-			if err = rows.Scan(&k, &v); err != nil {
-				break
-			}
-			out[k] = v
-		}
-		rows.Close()
-		if err = cmp.Or(err, rows.Err()); err != nil {
-			return nil, err
-		}
+		maps.Copy(out, m)
 	}
 	return out, nil
 }

@@ -13,7 +13,7 @@ func acked(key, url, code string) Result {
 
 // ledgerFixture is a clean run: three acknowledged creates, all stored,
 // keyed and resolving, plus a failed create that left nothing behind.
-func ledgerFixture() ([]Result, []StoredLink, map[string]string, map[string]Resolution) {
+func ledgerFixture() ([]Result, map[string]string, map[string]string, map[string]Resolution) {
 	results := []Result{
 		acked("k1", "https://x/1", "c1"),
 		acked("k2", "https://x/2", "c2"),
@@ -22,7 +22,7 @@ func ledgerFixture() ([]Result, []StoredLink, map[string]string, map[string]Reso
 		{Kind: Redirect, Outcome: OK, Link: 0},
 		{Kind: Redirect, Outcome: Unknown, Link: 1},
 	}
-	stored := []StoredLink{{"c1", "https://x/1"}, {"c2", "https://x/2"}, {"c3", "https://x/3"}}
+	stored := map[string]string{"c1": "https://x/1", "c2": "https://x/2", "c3": "https://x/3"}
 	keys := map[string]string{"k1": "c1", "k2": "c2", "k3": "c3"}
 	resolved := map[string]Resolution{
 		"c1": {Status: 302, Location: "https://x/1"},
@@ -84,7 +84,7 @@ func TestLedgerClean(t *testing.T) {
 // its code. No HTTP error was ever seen; only the ledger can tell.
 func TestLedgerFindsLostCreate(t *testing.T) {
 	results, stored, keys, resolved := ledgerFixture()
-	stored = []StoredLink{stored[0], stored[2]} // c2 never reached MySQL
+	delete(stored, "c2") // c2 never reached MySQL
 	delete(keys, "k2")
 	resolved["c2"] = Resolution{Status: http.StatusNotFound}
 	e := checkCreates(results, stored, keys, resolved)
@@ -108,7 +108,7 @@ func TestLedgerFindsLostCreate(t *testing.T) {
 // its own, so two rows with one URL are two links from one key.
 func TestLedgerFindsKeyThatMadeTwoLinks(t *testing.T) {
 	results, stored, keys, resolved := ledgerFixture()
-	stored = append(stored, StoredLink{"c3bis", "https://x/3"})
+	stored["c3bis"] = "https://x/3"
 	e := checkCreates(results, stored, keys, resolved)
 	d := problems(e, problemDuplicated)
 	if len(d) != 1 || d[0].URL != "https://x/3" || !strings.Contains(d[0].Why, "c3bis") {
@@ -123,16 +123,16 @@ func TestLedgerFindsKeyThatMadeTwoLinks(t *testing.T) {
 func TestLedgerFindsOtherFaults(t *testing.T) {
 	tests := []struct {
 		name  string
-		spoil func(stored []StoredLink, keys map[string]string, resolved map[string]Resolution)
+		spoil func(stored map[string]string, keys map[string]string, resolved map[string]Resolution)
 		check string
 	}{
-		{"code stored with another URL", func(stored []StoredLink, _ map[string]string, _ map[string]Resolution) {
-			stored[0].URL = "https://x/other"
+		{"code stored with another URL", func(stored map[string]string, _ map[string]string, _ map[string]Resolution) {
+			stored["c1"] = "https://x/other"
 		}, "creates.mismatched"},
-		{"key recorded for another code", func(_ []StoredLink, keys map[string]string, _ map[string]Resolution) {
+		{"key recorded for another code", func(_ map[string]string, keys map[string]string, _ map[string]Resolution) {
 			keys["k1"] = "c9"
 		}, "creates.key"},
-		{"redirect to the wrong place after the run", func(_ []StoredLink, _ map[string]string, resolved map[string]Resolution) {
+		{"redirect to the wrong place after the run", func(_ map[string]string, _ map[string]string, resolved map[string]Resolution) {
 			resolved["c3"] = Resolution{Status: 302, Location: "https://x/1"}
 		}, "creates.unresolved"},
 	}
@@ -153,7 +153,7 @@ func TestLedgerFindsOtherFaults(t *testing.T) {
 func TestLedgerCountsUnacknowledgedButStored(t *testing.T) {
 	results, stored, keys, resolved := ledgerFixture()
 	results = append(results, Result{Kind: Create, Outcome: Unknown, Key: "k5", URL: "https://x/5"})
-	stored = append(stored, StoredLink{"c5", "https://x/5"})
+	stored["c5"] = "https://x/5"
 	e := checkCreates(results, stored, keys, resolved)
 	if got := figure(t, e, "not acknowledged (failed or unknown) yet stored"); got != "1 (0 of them failed, not timed out)" {
 		t.Errorf("unacknowledged stored = %q", got)
@@ -161,7 +161,7 @@ func TestLedgerCountsUnacknowledgedButStored(t *testing.T) {
 	if f := failing(e); len(f) > 0 {
 		t.Errorf("failing checks %v for a timed-out create that was stored, want none", f)
 	}
-	stored = append(stored, StoredLink{"c4", "https://x/4"})
+	stored["c4"] = "https://x/4"
 	if f := failing(checkCreates(results, stored, keys, resolved)); len(f) != 1 || f[0] != "creates.half-written" {
 		t.Errorf("failing checks %v for a failed create that was stored, want creates.half-written", f)
 	}
