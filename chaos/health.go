@@ -22,7 +22,11 @@ const healthPoll = 200 * time.Millisecond
 // restarted node asks them who the master is rather than guessing.
 func Heal(ctx context.Context, s *stack.Stack) error {
 	var errs []error
-	for _, p := range healOrder(s) {
+	procs := slices.Concat([]*stack.Proc{s.MySQL()}, s.Sentinels(), s.Redis(), s.Apps())
+	if n := s.Nginx(); n != nil {
+		procs = append(procs, n)
+	}
+	for _, p := range procs {
 		if err := p.Heal(ctx); err != nil {
 			errs = append(errs, err)
 		}
@@ -41,16 +45,6 @@ func Heal(ctx context.Context, s *stack.Stack) error {
 		return fmt.Errorf("heal stack: %w", err)
 	}
 	return nil
-}
-
-// healOrder is the order Heal visits processes in: MySQL, sentinels,
-// Redis, apps, nginx.
-func healOrder(s *stack.Stack) []*stack.Proc {
-	out := slices.Concat([]*stack.Proc{s.MySQL()}, s.Sentinels(), s.Redis(), s.Apps())
-	if n := s.Nginx(); n != nil {
-		out = append(out, n)
-	}
-	return out
 }
 
 // WaitHealthy polls until the stack is whole: every process running, none
