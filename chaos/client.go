@@ -190,10 +190,7 @@ func create(ctx context.Context, c *http.Client, base string, timeout time.Durat
 		if a.retryAfter > wait {
 			wait = min(a.retryAfter, retryCap)
 		}
-		// Pacing between retries of one request, not synchronisation.
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
+		if pause(ctx, wait) != nil {
 			return
 		}
 	}

@@ -272,15 +272,8 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 	live.Go(func() { r.liveLines(sc.Name, load, &phase, liveStop) })
 
 	at := func() time.Duration { return time.Since(load.Start()) }
-	sleepUntil := func(d time.Duration) {
-		// The phases are a schedule: the load keeps its own time.
-		if wait := d - at(); wait > 0 {
-			select {
-			case <-time.After(wait):
-			case <-ctx.Done():
-			}
-		}
-	}
+	// The phases are a schedule: the load keeps its own time.
+	sleepUntil := func(d time.Duration) { pause(ctx, d-at()) }
 	var bounds []time.Duration // where steady, fault, recovery and draining began
 	enter := func(name string) time.Duration {
 		bounds = append(bounds, at())

@@ -168,8 +168,8 @@ func (s *Scene) copyMark(from, to string) {
 	}
 }
 
-// pause is a step of a fault's schedule, not synchronisation: the stack
-// runs a while in the state the fault left it in.
+// pause waits d, or until ctx ends: a step of a schedule (a fault's, the
+// run's phases, a create's retries), not synchronisation.
 func pause(ctx context.Context, d time.Duration) error {
 	select {
 	case <-time.After(d):

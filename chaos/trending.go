@@ -106,10 +106,8 @@ func (r *Runner) AwaitQuietTrending(ctx context.Context, log io.Writer) error {
 		case !waited:
 			fmt.Fprintf(log, "waiting for earlier clicks to leave trending's 5m window (up to %s)\n", trendingQuiet)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(trendingQuietPoll):
+		if err := pause(ctx, trendingQuietPoll); err != nil {
+			return err
 		}
 	}
 }
