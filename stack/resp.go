@@ -32,11 +32,7 @@ func (e respError) Error() string { return "redis: " + string(e) }
 // string for simple and bulk strings, int64 for integers, []any for arrays,
 // nil for null replies, and a respError for an error reply.
 func do(ctx context.Context, addr string, args ...string) (any, error) {
-	deadline := time.Now().Add(respCallTimeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	ctx, cancel := context.WithDeadline(ctx, deadline)
+	ctx, cancel := context.WithTimeout(ctx, respCallTimeout) // or ctx's deadline, if sooner
 	defer cancel()
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
@@ -44,6 +40,7 @@ func do(ctx context.Context, addr string, args ...string) (any, error) {
 		return nil, err
 	}
 	defer conn.Close()
+	deadline, _ := ctx.Deadline()
 	conn.SetDeadline(deadline)
 
 	var b strings.Builder
