@@ -13,10 +13,8 @@ import (
 
 // The verdict: each scenario's row of DESIGN.md's failure table turned
 // into checks with a want and a got, so a reader sees the measurement
-// behind "holds" and a failed check names the promise it broke. Every run
-// makes the common checks below and those of the ledger's accounts; a
-// scenario adds its own (Scenario.Checks) and may waive a common one that
-// DESIGN.md expects to fail for it (Scenario.Waive).
+// behind "holds" and a failed check names the promise it broke (see
+// "Adding a check" in the package comment).
 
 // Check is one promise measured.
 type Check struct {

@@ -95,7 +95,8 @@ func (e Entry) Figure(label string) (string, bool) {
 
 // Accounts returns the accounts every run keeps.
 func Accounts() []Account {
-	// Trending stays last: its clock starts when it opens, just before the load.
+	// Trending stays last: its clock starts when Open returns, and the load
+	// starts right after the last account opened.
 	return []Account{Creates{}, Clicks{}, Trending{}}
 }
 

@@ -41,8 +41,8 @@ type Config struct {
 	HealTimeout time.Duration
 	// RunID names this run; it prefixes every URL and key it creates.
 	RunID string
-	// EnforceTiming makes the checks of wall-clock time (Check.Timing)
-	// decide the verdict. `make chaos` sets it; tests leave it off.
+	// EnforceTiming makes the checks of wall-clock time decide the
+	// verdict (Check.Timing).
 	EnforceTiming bool
 }
 

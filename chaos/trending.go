@@ -26,9 +26,6 @@ import (
 // popularity over the same links in every scenario, so the 5m window
 // (which may reach into the scenario before) has the same top 10; clicks
 // from before the run are waited out (AwaitQuietTrending).
-//
-// Keep it last in Accounts(): its clock starts when Open returns, and the
-// load starts right after the last account opened.
 type Trending struct{}
 
 // trendingEvery is how often the ranking is asked: often enough for a
