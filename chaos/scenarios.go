@@ -303,12 +303,12 @@ func masterAndApp(ctx context.Context, s *Scene) error {
 	// between; redis/redis#8607). The second kill goes to the master they
 	// settle on, and a promotion nobody asked for is noted.
 	var last *stack.Proc
-	var lastErr error
-	if err := waitFor(ctx, time.Minute, func() bool {
+	pctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := stack.Poll(pctx, 20*time.Millisecond, func(context.Context) error {
 		m, err := s.Stack.WaitMaster(ctx, m1)
 		if err != nil {
-			lastErr = err
-			return false
+			return err
 		}
 		if m.Name != m2.Name {
 			s.Note("", "sentinels moved the master from %s to %s with no kill between: a failover nobody asked for", m2.Name, m.Name)
@@ -317,15 +317,13 @@ func masterAndApp(ctx context.Context, s *Scene) error {
 		last = others(s.Stack.Redis(), m1, m2)[0]
 		r, err := last.Replication(ctx)
 		if err != nil || r.Role != "slave" || r.MasterPort != m2.Port || !r.LinkUp {
-			lastErr = fmt.Errorf("%s does not replicate from %s yet (%+v, %v)", last.Name, m2.Name, r, err)
-			return false
+			return fmt.Errorf("%s does not replicate from %s yet (%+v, %v)", last.Name, m2.Name, r, err)
 		}
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		lastErr = s.Stack.WaitSwitched(sctx, m2)
-		return lastErr == nil
+		return s.Stack.WaitSwitched(sctx, m2)
 	}); err != nil {
-		return fmt.Errorf("the sentinels never settled on a master with a replica: %w (last: %v)", err, lastErr)
+		return fmt.Errorf("the sentinels never settled on a master with a replica: %w", err) // Poll names the last reason
 	}
 	s.Note("", "%s replicates from %s; every sentinel has %s as master, no failover in progress", last.Name, m2.Name, m2.Name)
 	s.Note(markSecondGone, "SIGKILL %s (the promoted master): only %s is left", m2.Name, last.Name)
