@@ -107,21 +107,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	names := fs.Args()
 
-	switch cmd {
-	case "up", "down", "status", "master":
+	whole := map[string]func() error{ // the commands that take no names
+		"up":     func() error { return up(ctx, o, stdout, stderr) },
+		"down":   func() error { return down(o.dir, stdout) },
+		"status": func() error { return status(ctx, o.dir, stdout) },
+		"master": func() error { return master(ctx, o.dir, stdout) },
+	}
+	if f, ok := whole[cmd]; ok {
 		if len(names) > 0 {
 			return usageError{fmt.Sprintf("%s takes no names, got %q", cmd, names)}
 		}
-	}
-	switch cmd {
-	case "up":
-		return up(ctx, o, stdout, stderr)
-	case "down":
-		return down(o.dir, stdout)
-	case "status":
-		return status(ctx, o.dir, stdout)
-	case "master":
-		return master(ctx, o.dir, stdout)
+		return f()
 	}
 	if _, ok := controls[cmd]; !ok {
 		return usageError{fmt.Sprintf("unknown command %q", cmd)}
