@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -314,10 +315,7 @@ func (p *Proc) term() error {
 	if err := signal(pid, syscall.SIGTERM, false); err != nil {
 		return err
 	}
-	grace := p.k.grace
-	if grace == 0 {
-		grace = termGrace
-	}
+	grace := cmp.Or(p.k.grace, termGrace)
 	if err := p.waitGone(pid, grace); err == nil {
 		return nil
 	}
