@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -238,8 +239,5 @@ func isShortenerModule(gomod string) bool {
 // DefaultDir is the state directory the tools use unless told otherwise:
 // $SHORTENER_STACK_DIR, else .stack in the repository's root.
 func DefaultDir(getenv func(string) string) string {
-	if d := getenv("SHORTENER_STACK_DIR"); d != "" {
-		return d
-	}
-	return filepath.Join(RepoRoot(), ".stack")
+	return cmp.Or(getenv("SHORTENER_STACK_DIR"), filepath.Join(RepoRoot(), ".stack"))
 }
