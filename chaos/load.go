@@ -29,11 +29,14 @@ const (
 	Miss
 )
 
-func (k Kind) String() string {
-	if names := []string{"redirect", "create", "miss"}; int(k) < len(names) {
-		return names[k]
+func (k Kind) String() string { return nameOf(k, "kind", "redirect", "create", "miss") }
+
+// nameOf returns names[v], or what(v) for a value without a name.
+func nameOf[T ~uint8](v T, what string, names ...string) string {
+	if int(v) < len(names) {
+		return names[v]
 	}
-	return fmt.Sprintf("kind(%d)", k)
+	return fmt.Sprintf("%s(%d)", what, v)
 }
 
 // Outcome is how a request ended, from the client's point of view.
@@ -52,12 +55,7 @@ const (
 	Unknown
 )
 
-func (o Outcome) String() string {
-	if names := []string{"ok", "failed", "unknown"}; int(o) < len(names) {
-		return names[o]
-	}
-	return fmt.Sprintf("outcome(%d)", o)
-}
+func (o Outcome) String() string { return nameOf(o, "outcome", "ok", "failed", "unknown") }
 
 // Result is one request of a load.
 type Result struct {
