@@ -36,7 +36,6 @@ func appKind() kind {
 	return kind{
 		name:      KindApp,
 		path:      func(p *Proc) string { return p.s.st.AppBinary },
-		tier:      3,
 		grace:     appGrace,
 		env:       appEnv,
 		configure: func(context.Context, *Proc, bool) error { return nil },

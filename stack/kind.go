@@ -26,8 +26,6 @@ type kind struct {
 	path func(p *Proc) string
 	// tools are further executables the kind needs (clients, installers).
 	tools []string
-	// tier orders start-up and shutdown: Close stops higher tiers first.
-	tier int
 	// grace is how long a SIGTERM may take before SIGKILL follows; zero
 	// means termGrace.
 	grace time.Duration
@@ -47,7 +45,8 @@ type kind struct {
 	setup func(ctx context.Context, p *Proc) error
 }
 
-// kinds lists every kind. It is a function rather than a package variable
+// kinds lists every kind, each after those it depends on; Close stops
+// them in reverse. It is a function rather than a package variable
 // because the kinds' functions reach back into Proc, which would make a
 // variable's initialisation cyclic.
 func kinds() []kind {

@@ -37,7 +37,6 @@ func mysqlKind() kind {
 		name:      KindMySQL,
 		program:   "mariadbd",
 		tools:     []string{"mariadb-install-db"},
-		tier:      0,
 		configure: configureMySQL,
 		args:      mysqlArgs,
 		ready:     mysqlReady,

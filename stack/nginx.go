@@ -35,7 +35,6 @@ func nginxKind() kind {
 	return kind{
 		name:      KindNginx,
 		program:   "nginx",
-		tier:      4,
 		configure: configureNginx,
 		args:      nginxArgs,
 		ready:     nginxReady,

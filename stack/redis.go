@@ -16,7 +16,6 @@ func redisKind() kind {
 	return kind{
 		name:      KindRedis,
 		program:   "redis-server",
-		tier:      1,
 		configure: configureRedis,
 		args:      func(p *Proc) []string { return []string{redisConf(p)} },
 		ready:     pingReady,
@@ -27,7 +26,6 @@ func sentinelKind() kind {
 	return kind{
 		name:      KindSentinel,
 		program:   "redis-sentinel",
-		tier:      2,
 		configure: configureSentinel,
 		args:      func(p *Proc) []string { return []string{sentinelConf(p)} },
 		ready:     sentinelReady,

@@ -441,7 +441,7 @@ func newStack(dir string, st state, log *slog.Logger, killWithParent bool) (*Sta
 	return s, nil
 }
 
-// Close stops every server of the stack, highest tier first (nginx before
+// Close stops every server of the stack, kind by kind (nginx before
 // the apps, the apps before the servers they use, sentinels before the
 // Redis nodes they would otherwise fail over, Redis before MariaDB). Each
 // gets SIGCONT (a frozen process would never act on SIGTERM), SIGTERM, its
@@ -459,14 +459,8 @@ func (s *Stack) Close() error {
 	}
 	cancel()
 
-	byTier := map[int][]*Proc{}
-	maxTier := 0
-	for _, p := range s.procs {
-		byTier[p.k.tier] = append(byTier[p.k.tier], p)
-		maxTier = max(maxTier, p.k.tier)
-	}
-	for tier := maxTier; tier >= 0; tier-- {
-		errs = append(errs, AtOnce(byTier[tier], (*Proc).close))
+	for _, k := range slices.Backward(kinds()) {
+		errs = append(errs, AtOnce(s.byKind[k.name], (*Proc).close))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close stack: %w", err)
