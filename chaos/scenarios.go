@@ -271,12 +271,9 @@ func (s *Scene) takeMasterWith(ctx context.Context, format string, do func(*stac
 	return nil
 }
 
-// masterAndApp is the design card's own chaos run: the Redis master and
-// app1 SIGKILLed at the same moment, then, once the sentinels have
-// promoted a replica and the last node replicates from it, the new master
-// killed too, so that the sentinels fail over a second time, onto the
-// last node. app1 is restarted after the second promotion, as a
-// supervisor would.
+// masterAndApp injects the design card's own chaos run, as the
+// master-and-app scenario's Does lists its steps; app1 is restarted after
+// the second promotion, as a supervisor would.
 func masterAndApp(ctx context.Context, s *Scene) error {
 	m1, err := s.takeMaster(ctx)
 	if err != nil {

@@ -12,9 +12,8 @@ import (
 	"time"
 )
 
-// The stack asks Redis and the sentinels a handful of questions (PING, INFO,
-// SENTINEL …) and so speaks RESP2 itself rather than import a client: a
-// client library belongs to the cache package.
+// RESP2 spoken by hand, for one command per connection: the package comment
+// says why this stays rather than go-redis.
 
 // respCallTimeout bounds one request, whatever ctx allows, so that a frozen
 // server fails one poll instead of stalling it.
