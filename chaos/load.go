@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -158,9 +157,7 @@ type Load struct {
 	stop   chan struct{}
 	done   chan struct{} // closed when the pacer has returned
 	wg     sync.WaitGroup
-	slots  chan struct{} // MaxInFlight tokens
-
-	inFlight atomic.Int64
+	slots  chan struct{} // a token per request in flight, up to MaxInFlight
 
 	mu sync.Mutex
 	// results are kept in blocks of resultBlock. One slice appended to
@@ -246,9 +243,8 @@ func (l *Load) pace() {
 			l.record(r, time.Now())
 			continue
 		}
-		l.inFlight.Add(1)
 		l.wg.Go(func() {
-			defer func() { <-l.slots; l.inFlight.Add(-1) }()
+			defer func() { <-l.slots }()
 			l.send(&r)
 			l.record(r, time.Now())
 		})
@@ -320,7 +316,7 @@ func (l *Load) Tick() Tick {
 		Elapsed:   time.Since(l.start),
 		Succeeded: n[OK], Failed: n[Failed], Unknown: n[Unknown],
 		P99:      Percentile(lat, 0.99),
-		InFlight: l.inFlight.Load(),
+		InFlight: int64(len(l.slots)),
 	}
 }
 
@@ -336,7 +332,7 @@ func (l *Load) Stop(ctx context.Context) ([]Result, error) {
 	select {
 	case <-waited:
 	case <-ctx.Done():
-		err = fmt.Errorf("stop load: %d requests still in flight: %w", l.inFlight.Load(), ctx.Err())
+		err = fmt.Errorf("stop load: %d requests still in flight: %w", len(l.slots), ctx.Err())
 	}
 	l.mu.Lock()
 	out := slices.Concat(l.results...)
