@@ -95,18 +95,13 @@ func ensureAPIKey(path string) error {
 	b, err := os.ReadFile(path)
 	switch {
 	case err == nil && strings.TrimSpace(string(b)) != "":
-		if err := os.Chmod(path, 0o600); err != nil {
-			return fmt.Errorf("api key: %w", err)
-		}
-		return nil
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("api key: %w", err)
+		err = os.Chmod(path, 0o600)
+	case err == nil || errors.Is(err, fs.ErrNotExist):
+		key := make([]byte, 24)
+		rand.Read(key) // crypto/rand's Read never fails (it crashes the program instead)
+		err = stack.WriteFileAtomic(path, []byte(hex.EncodeToString(key)+"\n"), 0o600)
 	}
-	key := make([]byte, 24)
-	if _, err := rand.Read(key); err != nil {
-		return fmt.Errorf("api key: %w", err)
-	}
-	if err := stack.WriteFileAtomic(path, []byte(hex.EncodeToString(key)+"\n"), 0o600); err != nil {
+	if err != nil {
 		return fmt.Errorf("api key: %w", err)
 	}
 	return nil
