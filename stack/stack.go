@@ -331,10 +331,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	s.nginxConf = cfg.NginxConf
 	begin := time.Now()
 	if err := s.start(ctx); err != nil {
-		if cerr := s.Close(); cerr != nil {
-			err = errors.Join(err, cerr)
-		}
-		return nil, fmt.Errorf("start stack: %w", err)
+		return nil, fmt.Errorf("start stack: %w", errors.Join(err, s.Close()))
 	}
 	attrs := []any{"dir", s.dir, "took", time.Since(begin).Round(time.Millisecond),
 		"mysql", s.MySQL().Addr(), "sentinels", s.SentinelAddrs()}

@@ -153,10 +153,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err != nil {
 			// The stack could not be made whole: later scenarios would
 			// measure this one's damage.
-			if werr := chaos.WriteSummary(o.out); werr != nil {
-				err = errors.Join(err, werr)
-			}
-			return err
+			return errors.Join(err, chaos.WriteSummary(o.out))
 		}
 	}
 	if err := chaos.WriteSummary(o.out); err != nil {
