@@ -64,11 +64,8 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 	p("\n## Requests by phase\n\nPhases are by intended send time; the fault phase runs from the fault until its heal completed.\n\n")
 	p("| phase | from | to | sent | succeeded | failed | unknown | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, ph := range append(r.Phases, r.Total) {
-		to := fmt.Sprintf("%.1f s", ph.Window.To.Seconds())
-		if ph.Name == "total" {
-			to = fmt.Sprintf("%.1f s", r.Phases[len(r.Phases)-1].Window.To.Seconds())
-		}
-		row(&b, ph.Name, fmt.Sprintf("%.1f s", ph.Window.From.Seconds()), to, ph.All)
+		to := min(ph.Window.To, r.Phases[len(r.Phases)-1].Window.To) // the total's window runs on, for the draining
+		row(&b, ph.Name, fmt.Sprintf("%.1f s", ph.Window.From.Seconds()), fmt.Sprintf("%.1f s", to.Seconds()), ph.All)
 	}
 	p("\n| kind | phase | sent | succeeded | failed | unknown | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, k := range []string{"redirects", "creates", "misses"} {
