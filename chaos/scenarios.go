@@ -111,10 +111,8 @@ func Scenarios() []Scenario {
 					return err
 				}
 				sent := s.Stack.Sentinels()
-				for _, p := range sent[1:] {
-					if err := p.Kill(); err != nil {
-						return err
-					}
+				if err := stack.AtOnce(sent[1:], (*stack.Proc).Kill); err != nil {
+					return err
 				}
 				s.Note("", "SIGKILL %s and %s: one sentinel of three left", sent[1].Name, sent[2].Name)
 				if err := pause(ctx, 2*time.Second); err != nil {
