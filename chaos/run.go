@@ -213,7 +213,8 @@ func (r *Runner) prime(ctx context.Context) error {
 		for _, l := range r.links {
 			g.Go(func() error {
 				var res Result
-				if lookup(ctx, r.client, a.URL, l.Code, l.URL, r.cfg.Timeout, &res); res.Outcome == OK {
+				lookup(ctx, r.client, a.URL, l.Code, l.URL, r.cfg.Timeout, &res)
+				if res.Outcome == OK {
 					return nil
 				}
 				failed.Add(1)
