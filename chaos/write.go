@@ -65,22 +65,20 @@ func WriteSummary(dir string) error {
 	table := summaryTable(reports)
 	path := filepath.Join(dir, "README.md")
 	old, err := os.ReadFile(path)
-	var out string
+	out := string(old)
+	i, j := strings.Index(out, summaryBegin), strings.Index(out, summaryEnd)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		out = "# Chaos runs\n\n" + table
-	case err != nil:
-		return fmt.Errorf("write summary: %w", err)
+		out, err = "# Chaos runs\n\n"+table, nil
+	case i < 0 || j < i:
+		out += "\n" + table
 	default:
-		s := string(old)
-		i, j := strings.Index(s, summaryBegin), strings.Index(s, summaryEnd)
-		if i < 0 || j < i {
-			out = s + "\n" + table
-		} else {
-			out = s[:i] + table + strings.TrimPrefix(s[j+len(summaryEnd):], "\n")
-		}
+		out = out[:i] + table + strings.TrimPrefix(out[j+len(summaryEnd):], "\n")
 	}
-	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+	if err == nil {
+		err = os.WriteFile(path, []byte(out), 0o644)
+	}
+	if err != nil {
 		return fmt.Errorf("write summary: %w", err)
 	}
 	return nil
