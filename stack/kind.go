@@ -165,8 +165,9 @@ func missing(progs []Program) []Program {
 	return out
 }
 
-// missingError describes missing programs, or returns nil for none.
-func missingError(miss []Program) error {
+// MissingError describes missing programs and the Debian packages that
+// ship them, wrapping ErrMissingProgram, or returns nil for none.
+func MissingError(miss []Program) error {
 	if len(miss) == 0 {
 		return nil
 	}

@@ -287,7 +287,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if len(cfg.Apps) > 0 {
 		need = append(need, nginxKind())
 	}
-	if err := missingError(missing(programs(need...))); err != nil {
+	if err := MissingError(missing(programs(need...))); err != nil {
 		return nil, err
 	}
 	ctx, cancel := withDefaultTimeout(ctx, defaultStartTimeout)

@@ -91,8 +91,7 @@ func RequirePrograms(tb testing.TB) {
 	if len(miss) == 0 {
 		return
 	}
-	unavailable(tb, fmt.Sprintf("integration test needs the stack's servers; install them "+
-		"(apt-get install %s) or run `make test`: %v: %v", strings.Join(stack.Packages(miss), " "), stack.ErrMissingProgram, miss))
+	unavailable(tb, fmt.Sprintf("integration test needs the stack's servers; install them or run `make test`: %v", stack.MissingError(miss)))
 }
 
 // RequireRoot skips the test unless it runs as root, as iptables (a
