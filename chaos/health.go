@@ -53,45 +53,47 @@ func Heal(ctx context.Context, s *stack.Stack) error {
 // and nginx answering (the target's apps and base URL). It returns the
 // last reason it was not, if ctx ends first.
 func WaitHealthy(ctx context.Context, s *stack.Stack, t Target, c *http.Client) error {
-	err := stack.Poll(ctx, healthPoll, func(ctx context.Context) error { // the first thing wrong, if any
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		for _, p := range s.Procs() {
-			switch {
-			case !p.Running():
-				return fmt.Errorf("%s is down", p.Name)
-			case p.Frozen():
-				return fmt.Errorf("%s is frozen", p.Name)
-			}
-			if on, err := p.Partitioned(ctx); err != nil {
-				return err
-			} else if on {
-				return fmt.Errorf("%s is partitioned", p.Name)
-			}
-		}
-		m, err := s.Master(ctx)
-		if err != nil {
-			return err
-		}
-		if err := s.Replicated(ctx, m); err != nil {
-			return err
-		}
-		for _, a := range t.Apps {
-			if err := want200(ctx, c, a.URL+"/readyz"); err != nil {
-				return err
-			}
-		}
-		return want200(ctx, c, t.BaseURL+"/healthz")
-	})
-	if err != nil {
+	if err := stack.Poll(ctx, healthPoll, func(ctx context.Context) error { return healthy(ctx, s, t, c) }); err != nil {
 		return fmt.Errorf("wait healthy: %w", err)
 	}
 	return nil
 }
 
+// healthy returns nil when the stack is whole, else the first thing wrong.
+func healthy(ctx context.Context, s *stack.Stack, t Target, c *http.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for _, p := range s.Procs() {
+		switch {
+		case !p.Running():
+			return fmt.Errorf("%s is down", p.Name)
+		case p.Frozen():
+			return fmt.Errorf("%s is frozen", p.Name)
+		}
+		if on, err := p.Partitioned(ctx); err != nil {
+			return err
+		} else if on {
+			return fmt.Errorf("%s is partitioned", p.Name)
+		}
+	}
+	m, err := s.Master(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.Replicated(ctx, m); err != nil {
+		return err
+	}
+	for _, a := range t.Apps {
+		if err := want200(ctx, c, a.URL+"/readyz"); err != nil {
+			return err
+		}
+	}
+	return want200(ctx, c, t.BaseURL+"/healthz")
+}
+
 // want200 GETs url and wants 200.
 func want200(ctx context.Context, c *http.Client, url string) error {
-	a, err := send(ctx, c, url, "", nil, 2*time.Second) // WaitHealthy bounds ctx as well
+	a, err := send(ctx, c, url, "", nil, 2*time.Second) // healthy bounds ctx as well
 	if err == nil && a.status != http.StatusOK {
 		err = fmt.Errorf("GET %s: %d", strings.TrimPrefix(url, "http://"), a.status)
 	}
