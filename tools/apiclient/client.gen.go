@@ -530,7 +530,7 @@ type ClientInterface interface {
 
 	// Trending The most clicked links in a recent window
 	//
-	// Links with the most clicks in the window across all instances, the most clicked first, answered from memory (recomputed every second). Deleted and expired links never appear. Normally counted in Redis (source redis); while Redis is out, each instance answers from the last Redis counts plus its own clicks since (source local), and merges its clicks back into Redis when it returns. Public unless SHORTENER_TRENDING_KEYED=true, then it needs X-Api-Key.
+	// Links with the most clicks in the window across all instances, the most clicked first, answered from memory (recomputed every 2 s, SHORTENER_TRENDING_REFRESH). Deleted and expired links never appear. Normally counted in Redis (source redis); while Redis is out, each instance answers from the last Redis counts plus its own clicks since (source local), and merges its clicks back into Redis when it returns. Public unless SHORTENER_TRENDING_KEYED=true, then it needs X-Api-Key.
 	//
 	// Corresponds with GET /api/v1/trending (the `Trending` operationId).
 	Trending(ctx context.Context, params *TrendingParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -680,7 +680,7 @@ func (c *Client) LinkStats(ctx context.Context, code Code, params *LinkStatsPara
 
 // Trending The most clicked links in a recent window
 //
-// Links with the most clicks in the window across all instances, the most clicked first, answered from memory (recomputed every second). Deleted and expired links never appear. Normally counted in Redis (source redis); while Redis is out, each instance answers from the last Redis counts plus its own clicks since (source local), and merges its clicks back into Redis when it returns. Public unless SHORTENER_TRENDING_KEYED=true, then it needs X-Api-Key.
+// Links with the most clicks in the window across all instances, the most clicked first, answered from memory (recomputed every 2 s, SHORTENER_TRENDING_REFRESH). Deleted and expired links never appear. Normally counted in Redis (source redis); while Redis is out, each instance answers from the last Redis counts plus its own clicks since (source local), and merges its clicks back into Redis when it returns. Public unless SHORTENER_TRENDING_KEYED=true, then it needs X-Api-Key.
 //
 // Corresponds with GET /api/v1/trending (the `Trending` operationId).
 func (c *Client) Trending(ctx context.Context, params *TrendingParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1407,7 +1407,7 @@ type ClientWithResponsesInterface interface {
 
 	// TrendingWithResponse The most clicked links in a recent window
 	//
-	// Links with the most clicks in the window across all instances, the most clicked first, answered from memory (recomputed every second). Deleted and expired links never appear. Normally counted in Redis (source redis); while Redis is out, each instance answers from the last Redis counts plus its own clicks since (source local), and merges its clicks back into Redis when it returns. Public unless SHORTENER_TRENDING_KEYED=true, then it needs X-Api-Key.
+	// Links with the most clicks in the window across all instances, the most clicked first, answered from memory (recomputed every 2 s, SHORTENER_TRENDING_REFRESH). Deleted and expired links never appear. Normally counted in Redis (source redis); while Redis is out, each instance answers from the last Redis counts plus its own clicks since (source local), and merges its clicks back into Redis when it returns. Public unless SHORTENER_TRENDING_KEYED=true, then it needs X-Api-Key.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2463,7 +2463,7 @@ func (c *ClientWithResponses) LinkStatsWithResponse(ctx context.Context, code Co
 
 // TrendingWithResponse The most clicked links in a recent window
 //
-// Links with the most clicks in the window across all instances, the most clicked first, answered from memory (recomputed every second). Deleted and expired links never appear. Normally counted in Redis (source redis); while Redis is out, each instance answers from the last Redis counts plus its own clicks since (source local), and merges its clicks back into Redis when it returns. Public unless SHORTENER_TRENDING_KEYED=true, then it needs X-Api-Key.
+// Links with the most clicks in the window across all instances, the most clicked first, answered from memory (recomputed every 2 s, SHORTENER_TRENDING_REFRESH). Deleted and expired links never appear. Normally counted in Redis (source redis); while Redis is out, each instance answers from the last Redis counts plus its own clicks since (source local), and merges its clicks back into Redis when it returns. Public unless SHORTENER_TRENDING_KEYED=true, then it needs X-Api-Key.
 //
 // Returns a wrapper object for the known response body format(s).
 //
