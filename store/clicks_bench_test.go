@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -30,7 +32,7 @@ func BenchmarkShipClicks(b *testing.B) {
 		}
 	}
 	const batch = 10000
-	var seq uint64
+	rng := rand.New(rand.NewPCG(1, 2))
 	journals := int64(100)
 	for _, withRequests := range []bool{false, true} {
 		b.Run(fmt.Sprintf("requests=%v", withRequests), func(b *testing.B) {
@@ -41,10 +43,14 @@ func BenchmarkShipClicks(b *testing.B) {
 				cs := make([]shortener.Click, batch)
 				at := time.Now().UTC()
 				for i := range cs {
-					seq++
 					cs[i] = shortener.Click{LinkID: int64(1000 + i%100), At: at, Referrer: "t.co"}
 					if withRequests {
-						cs[i].Request = shortener.ClickRequest{At: at.UnixMilli(), ID: [16]byte{0: byte(seq), 1: byte(seq >> 8), 2: byte(seq >> 16), 3: byte(seq >> 24), 15: 1}}
+						// Random like nginx's $request_id: what the driver
+						// escapes in a set depends on the bytes.
+						var id [16]byte
+						binary.LittleEndian.PutUint64(id[:], rng.Uint64())
+						binary.LittleEndian.PutUint64(id[8:], rng.Uint64())
+						cs[i].Request = shortener.ClickRequest{At: at.UnixMilli(), ID: id}
 					}
 				}
 				bt := shortener.ClickBatch{Journal: journal, Node: 1, Segment: 1, From: pos, To: pos + 1, Clicks: cs}
