@@ -236,11 +236,11 @@ func newRequests(ctx context.Context, tx *sql.Tx, b shortener.ClickBatch) (*batc
 	// driver escaped the set byte by byte into the statement's text.
 	st, err := tx.PrepareContext(ctx, `INSERT INTO click_request_sets (requested_to, journal_id, segment, position, requested_from, ids)
 		VALUES (?, ?, ?, ?, ?, ?) ON DUPLICATE KEY UPDATE requested_from = LEAST(requested_from, VALUES(requested_from)), ids = CONCAT(ids, VALUES(ids))`)
-	if err == nil {
-		_, err = st.ExecContext(ctx, to, b.Journal, b.Segment, b.From, from, buf)
-		st.Close()
-	}
 	if err != nil {
+		return nil, fmt.Errorf("record counted click requests: %w", err)
+	}
+	defer st.Close()
+	if _, err := st.ExecContext(ctx, to, b.Journal, b.Segment, b.From, from, buf); err != nil {
 		return nil, fmt.Errorf("record counted click requests: %w", err)
 	}
 	return q, nil
