@@ -12,54 +12,45 @@ import (
 	"shortener/stack"
 )
 
-// healthPoll is how often WaitHealthy looks again.
+// healthPoll is how often heal looks again whether the stack is whole.
 const healthPoll = 200 * time.Millisecond
 
-// Heal undoes whatever a scenario may have left broken: it removes
-// partitions, thaws frozen processes and restarts those that are down, so
-// that the next scenario starts from a whole stack. Each step is a no-op
-// for a process that is fine. Sentinels come back before Redis nodes, so a
-// restarted node asks them who the master is rather than guessing.
-func Heal(ctx context.Context, s *stack.Stack) error {
-	var errs []error
-	procs := slices.Concat([]*stack.Proc{s.MySQL()}, s.Sentinels(), s.Redis(), s.Apps())
-	if n := s.Nginx(); n != nil {
+// heal undoes whatever a scenario may have left broken, so that the next
+// scenario starts from a whole stack, and polls until the stack is whole
+// (see healthy); it returns the last reason it was not if HealTimeout
+// passes first. It removes partitions, thaws frozen processes and
+// restarts those that are down; each step is a no-op for a process that
+// is fine. Sentinels come back before Redis nodes, so a restarted node
+// asks them who the master is rather than guessing.
+func (r *Runner) heal(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.HealTimeout)
+	defer cancel()
+	var errs []error // errors.Join drops the nils
+	procs := slices.Concat([]*stack.Proc{r.s.MySQL()}, r.s.Sentinels(), r.s.Redis(), r.s.Apps())
+	if n := r.s.Nginx(); n != nil {
 		procs = append(procs, n)
 	}
 	for _, p := range procs {
-		if err := p.Heal(ctx); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, p.Heal(ctx))
 		if p.Frozen() {
-			if err := p.Cont(); err != nil {
-				errs = append(errs, err)
-			}
+			errs = append(errs, p.Cont())
 		}
 		if !p.Running() {
-			if err := p.Restart(ctx); err != nil {
-				errs = append(errs, err)
-			}
+			errs = append(errs, p.Restart(ctx))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("heal stack: %w", err)
+	err := stack.Poll(ctx, healthPoll, func(ctx context.Context) error { return healthy(ctx, r.s, r.t, r.probe) })
+	if err == nil {
+		return nil // whatever step failed, the stack is whole
 	}
-	return nil
+	return fmt.Errorf("heal stack: %w", errors.Join(append(errs, fmt.Errorf("wait healthy: %w", err))...))
 }
 
-// WaitHealthy polls until the stack is whole: every process running, none
-// frozen or partitioned, the sentinels naming a master that reports itself
-// master with both other nodes linked to it as replicas, every app ready
-// and nginx answering (the target's apps and base URL). It returns the
-// last reason it was not, if ctx ends first.
-func WaitHealthy(ctx context.Context, s *stack.Stack, t Target, c *http.Client) error {
-	if err := stack.Poll(ctx, healthPoll, func(ctx context.Context) error { return healthy(ctx, s, t, c) }); err != nil {
-		return fmt.Errorf("wait healthy: %w", err)
-	}
-	return nil
-}
-
-// healthy returns nil when the stack is whole, else the first thing wrong.
+// healthy returns nil when the stack is whole, else the first thing wrong:
+// whole is every process running, none frozen or partitioned, the
+// sentinels naming a master that reports itself master with both other
+// nodes linked to it as replicas, every app ready and nginx answering
+// (the target's apps and base URL).
 func healthy(ctx context.Context, s *stack.Stack, t Target, c *http.Client) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()

@@ -191,17 +191,6 @@ func (r *Runner) Setup(ctx context.Context) error {
 // setupRate is how many links per second Setup creates on each app.
 const setupRate = 80
 
-// heal puts the stack back together and waits until it is whole.
-func (r *Runner) heal(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.HealTimeout)
-	defer cancel()
-	err := Heal(ctx, r.s)
-	if werr := WaitHealthy(ctx, r.s, r.t, r.probe); werr != nil {
-		return errors.Join(err, werr)
-	}
-	return nil
-}
-
 // prime reads every link once through each app, so that every scenario
 // starts with all links in Redis (redis-down leaves Redis empty) and in
 // both apps' L1.
