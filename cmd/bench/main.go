@@ -265,7 +265,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for e.round = 0; e.round < o.rounds; e.round++ {
 		e.warm = false
 		e.logf("round %d/%d", e.round+1, o.rounds)
-		for i, r := range selected {
+		for _, i := range roundOrder(selected, e.round) {
+			r := selected[i]
 			m, err := e.runRow(ctx, r)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", e.round+1, r.name, err)
@@ -306,6 +307,9 @@ func (e *env) runRow(ctx context.Context, r row) (measure, error) {
 		args = []string{"get", e.codes[r.codes], strconv.Itoa(e.round * 104729)}
 	}
 	if err := quiesce(ctx, e); err != nil {
+		return measure{}, err
+	}
+	if err := e.waitIdle(ctx); err != nil {
 		return measure{}, err
 	}
 	pids := e.servers(r.target)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -249,5 +250,37 @@ func TestParseOptions(t *testing.T) {
 		if _, err := parseOptions(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("parseOptions(%q) succeeded, want an error", args)
 		}
+	}
+}
+
+// TestRoundOrder: every row runs once a round, a ratio's two rows next to
+// each other, the first of them alternating from round to round.
+func TestRoundOrder(t *testing.T) {
+	all := rows(1000, 1000000)
+	names := func(n int) []string {
+		var out []string
+		for _, i := range roundOrder(all, n) {
+			out = append(out, all[i].name)
+		}
+		return out
+	}
+	for _, q := range ratios() {
+		for n, first := range []string{q.num, q.den, q.num} {
+			order := names(n)
+			if len(order) != len(all) {
+				t.Fatalf("round %d runs %d rows, want %d", n, len(order), len(all))
+			}
+			i := slices.Index(order, q.num)
+			j := slices.Index(order, q.den)
+			if i < 0 || j < 0 || i-j != 1 && j-i != 1 {
+				t.Errorf("round %d: %s at %d and %s at %d, want them adjacent", n, q.num, i, q.den, j)
+			}
+			if got := order[min(i, j)]; got != first {
+				t.Errorf("round %d: %s runs first, want %s", n, got, first)
+			}
+		}
+	}
+	if sel := selectRows(all, "create/"); !slices.Equal(roundOrder(sel, 1), []int{0, 1}) {
+		t.Errorf("rows of no ratio are reordered: %v", roundOrder(sel, 1))
 	}
 }

@@ -4,14 +4,16 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"shortener/chaos"
 )
 
 // row is one line of the report: one load against one target, run once
-// per round, rows in order within a round (so a row and the one it is read
-// against run a few seconds apart).
+// per round, rows in order within a round, the two rows of a ratio next
+// to each other (so a row and the one it is read against run a few
+// seconds apart) and, every other round, swapped (roundOrder).
 //
 // To add a row, append it to rows(): a name (stable: runs are compared by
 // it; "area/variant"), what it measures in a few words, the target and the
@@ -70,12 +72,12 @@ func rows(hot, links int) []row {
 	return []row{
 		{name: "redirect/nginx/app", target: targetNginx, codes: codesHot,
 			what: fmt.Sprintf("GET one of %s hot links (uniform) through nginx to both apps: answered from L1", hotN)},
+		{name: "redirect/nginx/minimal", target: targetMinimalNginx, codes: codesHot,
+			what: "the same through an nginx from the same template to two minimal Go 302 servers"},
 		{name: "clicks/nginx/on", target: targetCapacity, codes: codesHot, wholeCost: true,
 			what: "the same through the bench's nginx to its two apps (see capacity.go), click counting on; CPU includes MySQL and Redis until the clicks are shipped"},
 		{name: "clicks/nginx/off", target: targetCountingOff, codes: codesHot, wholeCost: true,
 			what: "the same to a second such pair with click counting off (SHORTENER_CLICKS=false): what counting costs; CPU as the row above's"},
-		{name: "redirect/nginx/minimal", target: targetMinimalNginx, codes: codesHot,
-			what: "the same through an nginx from the same template to two minimal Go 302 servers"},
 		{name: "redirect/direct/app", target: targetApp, codes: codesHot,
 			what: "the same straight to app1"},
 		{name: "redirect/direct/minimal", target: targetMinimal, codes: codesHot,
@@ -103,6 +105,27 @@ func ratios() []ratio {
 		{name: "redirects through nginx, counting on / off", num: "clicks/nginx/on", den: "clicks/nginx/off", min: 0.9},
 		{name: "redirects direct, app / minimal", num: "redirect/direct/app", den: "redirect/direct/minimal", min: 0.9},
 	}
+}
+
+// roundOrder is the order of the selected rows in round n: as listed, but
+// in every other round the two rows of each ratio swap places, so neither
+// side of a ratio always runs first, right after what the rows before
+// left behind.
+func roundOrder(selected []row, n int) []int {
+	order := make([]int, len(selected))
+	for i := range order {
+		order[i] = i
+	}
+	if n%2 == 0 {
+		return order
+	}
+	at := func(name string) int { return slices.IndexFunc(selected, func(r row) bool { return r.name == name }) }
+	for _, q := range ratios() {
+		if i, j := at(q.num), at(q.den); i >= 0 && j >= 0 {
+			order[i], order[j] = j, i
+		}
+	}
+	return order
 }
 
 // makeCold empties Redis of the bench's links and waits out the apps' L1
@@ -204,3 +227,45 @@ func (e *env) appAddrs() []string {
 
 // quiesceMax bounds quiesce's wait.
 const quiesceMax = 3 * time.Minute
+
+// waitIdle waits, before a timed row and after quiesce, until the servers
+// (every process of the stack and of the bench) use less than idleCores of
+// CPU over a second. MySQL writing back pages after the bulk load or a
+// shipped backlog, Redis rewriting its append-only file after a million
+// fills, or an app collecting a big L1 would otherwise run inside the next
+// row and be charged to it, whichever side of a ratio it is. The stack
+// idles at about 0.15 of a core (the apps' timers, the sentinels). It gives
+// up after idleMax, with a note in the report.
+func (e *env) waitIdle(ctx context.Context) error {
+	var roots []int
+	for _, p := range e.stack.Procs() {
+		roots = append(roots, p.Pid())
+	}
+	roots = append(append(roots, e.minimalNginxPid), e.minimalPids...)
+	roots = append(append(roots, e.capacity.pids()...), e.countingOff.pids()...)
+	pids := withChildren(e.proc, roots)
+	start := time.Now()
+	for {
+		before := cpuSeconds(e.proc, pids)
+		if err := sleep(ctx, time.Second); err != nil {
+			return err
+		}
+		used := cpuSeconds(e.proc, pids) - before
+		switch waited := time.Since(start); {
+		case used < idleCores:
+			if waited > 2*time.Second {
+				e.logf("  idle after %s (servers at %.2f cores)", waited.Round(100*time.Millisecond), used)
+			}
+			return nil
+		case waited > idleMax:
+			e.note(fmt.Sprintf("Round %d: a row started while the servers still used %.2f cores (after %s).", e.round+1, used, idleMax))
+			return nil
+		}
+	}
+}
+
+// idleCores and idleMax: see waitIdle.
+const (
+	idleCores = 0.3
+	idleMax   = time.Minute
+)
