@@ -138,20 +138,6 @@ type reportInput struct {
 // windows in the same order.
 func phaseNames() []string { return []string{"warm-up", "steady", "fault", "recovery"} }
 
-func isKind(k Kind) func(Result) bool { return func(r Result) bool { return r.Kind == k } }
-func anyKind(Result) bool             { return true }
-
-// phaseOf returns the phase stats of results over w.
-func phaseOf(name string, results []Result, w Window) Phase {
-	return Phase{
-		Name: name, Window: w,
-		All:       phaseStats(results, w, anyKind),
-		Redirects: phaseStats(results, w, isKind(Redirect)),
-		Creates:   phaseStats(results, w, isKind(Create)),
-		Misses:    phaseStats(results, w, isKind(Miss)),
-	}
-}
-
 func dur(d time.Duration) *time.Duration { return &d }
 
 // buildReport computes a report from a run's raw material: its phases,

@@ -80,7 +80,8 @@ func TestPhaseStatsCountsEveryRequest(t *testing.T) {
 		{Kind: Redirect, Intended: msd(1000), Latency: msd(9), Outcome: Failed}, // outside
 	}
 	w := Window{0, time.Second}
-	got := phaseStats(results, w, isKind(Redirect))
+	ph := phaseOf("", results, w)
+	got := ph.Redirects
 	want := PhaseStats{
 		Counts:  Counts{Sent: 5, Succeeded: 2, Failed: 1, Unknown: 2, Dropped: 1},
 		Latency: Latency{N: 4, P50: msd(2), P95: 2 * time.Second, P99: 2 * time.Second, Max: 2 * time.Second},
@@ -91,7 +92,7 @@ func TestPhaseStatsCountsEveryRequest(t *testing.T) {
 	if c := got.Counts; c.Sent != c.Succeeded+c.Failed+c.Unknown {
 		t.Errorf("sent %d != succeeded %d + failed %d + unknown %d", c.Sent, c.Succeeded, c.Failed, c.Unknown)
 	}
-	all := phaseStats(results, w, anyKind)
+	all := ph.All
 	if all.Sent != 6 || all.Succeeded != 3 {
 		t.Errorf("all kinds: sent %d succeeded %d, want 6 and 3", all.Sent, all.Succeeded)
 	}
