@@ -23,15 +23,14 @@ import (
 // The series a scrape keeps, by the key it stores them under. The names
 // are the app's (README, "How a lookup travels").
 const (
-	keyLookups   = "lookups"       // shortener_lookups_total
-	keyHits      = "redis_hits"    // shortener_redis_lookups_total{result="hit"}, all roles
-	keyFillsOK   = "fills_ok"      // shortener_redis_fills_total{result="ok"}
-	keyMySQL     = "mysql"         // shortener_mysql_queries_total, all results
-	keyState     = "state/"        // + breaker: shortener_breaker_state{breaker}
-	keyTrans     = "transition/"   // + breaker/from/to: shortener_breaker_transitions_total
-	keySwitched  = "switch_master" // shortener_sentinel_events_total{event="switch_master"}
-	keyWaitOver  = "redis_over/"   // + bucket bound in seconds: Redis lookups slower than it (shortener_redis_lookup_duration_seconds)
-	keyStallOver = "stall_over/"   // + bucket bound in seconds: stalls of the app longer than it (shortener_stall_seconds)
+	keyLookups   = "lookups"     // shortener_lookups_total
+	keyHits      = "redis_hits"  // shortener_redis_lookups_total{result="hit"}, all roles
+	keyFillsOK   = "fills_ok"    // shortener_redis_fills_total{result="ok"}
+	keyMySQL     = "mysql"       // shortener_mysql_queries_total, all results
+	keyState     = "state/"      // + breaker: shortener_breaker_state{breaker}
+	keyTrans     = "transition/" // + breaker/from/to: shortener_breaker_transitions_total
+	keyWaitOver  = "redis_over/" // + bucket bound in seconds: Redis lookups slower than it (shortener_redis_lookup_duration_seconds)
+	keyStallOver = "stall_over/" // + bucket bound in seconds: stalls of the app longer than it (shortener_stall_seconds)
 )
 
 // bucketKey is the key of a histogram's count above bound (seconds),
@@ -180,11 +179,6 @@ func (m Metrics) keep() map[string]float64 {
 			}
 		}
 	}
-	m.each("shortener_sentinel_events_total", func(l model.Metric, v float64) {
-		if l["event"] == "switch_master" {
-			vals[keySwitched] = v
-		}
-	})
 	return vals
 }
 
