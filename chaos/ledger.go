@@ -83,16 +83,6 @@ type Problem struct {
 	Why  string `json:"why"`
 }
 
-// Figure returns the value of the entry's figure labelled label.
-func (e Entry) Figure(label string) (string, bool) {
-	for _, f := range e.Figures {
-		if f.Label == label {
-			return f.Value, true
-		}
-	}
-	return "", false
-}
-
 // Accounts returns the accounts every run keeps.
 func Accounts() []Account {
 	// Trending stays last: its clock starts when Open returns, and the load

@@ -36,8 +36,7 @@ func TestTrendingEntry(t *testing.T) {
 		"trending Jaccard@10 after recovery":   "1.000 (1 answers)",
 		"trending p99 / max during the fault":  "30",
 	} {
-		got, ok := e.Figure(label)
-		if !ok || !strings.HasPrefix(got, want) {
+		if got := figure(t, e, label); !strings.HasPrefix(got, want) {
 			t.Errorf("%s = %q, want %q…", label, got, want)
 		}
 	}
