@@ -136,12 +136,6 @@ func source(status int, servedBy string) string {
 	}
 }
 
-// created is the part of a 201 answer the ledger needs.
-type created struct {
-	Code string `json:"code"`
-	URL  string `json:"url"`
-}
-
 // retryable reports whether a create's answer means "try again with the
 // same key": the request may not have reached an app, or the app could not
 // reach its database. Any other answer is final.
@@ -158,7 +152,8 @@ func create(ctx context.Context, c *http.Client, base string, timeout time.Durat
 	for attempt := 1; ; attempt++ {
 		r.Attempts = attempt
 		a, err := send(ctx, c, base+"/api/v1/links", r.Key, body, timeout)
-		status, got := a.status, created{}
+		status := a.status
+		var got struct{ Code, URL string } // of a 201, what the ledger needs
 		if err == nil && status == http.StatusCreated {
 			if err = json.Unmarshal(a.body, &got); err != nil {
 				err = fmt.Errorf("decode 201: %w", err)

@@ -45,7 +45,7 @@ func TestParseMetricsKeepsTheSeriesARunReads(t *testing.T) {
 		keyLookups: 1200, keyHits: 750, keyFillsOK: 31, keyMySQL: 15,
 		keyState + "read": 0, keyState + "write": 1,
 		keyTrans + "write/closed/open": 2,
-		keyWaitOver + "0.05": 10, keyWaitOver + "0.0625": 2, keyWaitOver + "+Inf": 0,
+		keyWaitOver + "0.05":           10, keyWaitOver + "0.0625": 2, keyWaitOver + "+Inf": 0,
 		keyStallOver + "0.0125": 3, keyStallOver + "+Inf": 0,
 	}
 	if len(got) != len(want) {
