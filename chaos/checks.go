@@ -97,15 +97,10 @@ func Failover(from, what string) Measure {
 	}
 }
 
-// Which counter says an app is back on Redis.
-const (
-	viaFills = keyFillsOK // writes reach the (new) master
-	viaHits  = keyHits    // reads are answered by Redis again
-)
-
 // BackOnRedis times, per app, how long after Redis was available again
 // (markRedisBack) its Redis hits and fills moved again, and takes the
-// slowest app's key counter as the recovery. With within > 0 it checks
+// slowest app's key counter as the recovery: keyFillsOK when writes must
+// reach the (new) master, keyHits when reads must be answered by Redis. With within > 0 it checks
 // the recovery against it (plus one scrape interval, the reading's
 // resolution).
 func BackOnRedis(key string, within time.Duration) Measure {
@@ -116,7 +111,7 @@ func BackOnRedis(key string, within time.Duration) Measure {
 			return nil
 		}
 		rep.RedisBackAt = dur(ref)
-		what := map[string]string{viaFills: "fills on every app moved again (writes reach the master)", viaHits: "Redis hits on every app moved again"}[key]
+		what := map[string]string{keyFillsOK: "fills on every app moved again (writes reach the master)", keyHits: "Redis hits on every app moved again"}[key]
 		rep.RecoveryWhat = "from Redis being available again until " + what
 		var recovered []*time.Duration
 		for _, app := range r.Apps {
@@ -141,7 +136,7 @@ func BackOnRedis(key string, within time.Duration) Measure {
 				b.Fills = dur(t - ref)
 			}
 			rep.BackOnRedis = append(rep.BackOnRedis, b)
-			recovered = append(recovered, map[string]*time.Duration{viaFills: b.Fills, viaHits: b.Reads}[key])
+			recovered = append(recovered, map[string]*time.Duration{keyFillsOK: b.Fills, keyHits: b.Reads}[key])
 		}
 		rep.Recovery = cmp.Or(slowest(recovered), rep.Recovery)
 		if within == 0 {

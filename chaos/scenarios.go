@@ -18,7 +18,7 @@ const freezeFor = 10 * time.Second
 // the baseline first, as the yardstick, and MySQL last.
 func Scenarios() []Scenario {
 	masterChecks := func(within time.Duration) []Measure {
-		return []Measure{Failover(markMasterGone, "the master was taken away"), BackOnRedis(viaFills, within),
+		return []Measure{Failover(markMasterGone, "the master was taken away"), BackOnRedis(keyFillsOK, within),
 			MySQLBounded, AnsweredWithoutMySQL(0.95), BreakersClosed}
 	}
 	return []Scenario{
@@ -98,7 +98,7 @@ func Scenarios() []Scenario {
 				s.Note(markRedisBack, "restarted all Redis nodes, %s as master", s.master.Name)
 				return nil
 			},
-			Checks: []Measure{BackOnRedis(viaHits, 0), MySQLBounded, BreakersClosed},
+			Checks: []Measure{BackOnRedis(keyHits, 0), MySQLBounded, BreakersClosed},
 		},
 		{
 			Name:   "sentinels-minority",
@@ -134,7 +134,7 @@ func Scenarios() []Scenario {
 				return s.healOldMaster(ctx, false, s.master.Restart, "restarted %s; it rejoins as a replica")
 			},
 			Checks: []Measure{Failover(markSentBack, "the sentinels were back (quorum restored)"), PromotedAfterQuorum(5 * time.Second),
-				BackOnRedis(viaFills, 0), BreakersClosed},
+				BackOnRedis(keyFillsOK, 0), BreakersClosed},
 		},
 		{
 			Name:  "master-and-app",
@@ -164,7 +164,7 @@ func Scenarios() []Scenario {
 				return nil
 			},
 			Checks: []Measure{Failover(markMasterGone, "the master and app1 were killed"), SecondFailover,
-				BackOnRedis(viaFills, time.Second), AppServes, BreakersClosed},
+				BackOnRedis(keyFillsOK, time.Second), AppServes, BreakersClosed},
 			Waive: []string{"creates"},
 		},
 		{
