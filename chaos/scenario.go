@@ -50,7 +50,7 @@ type Scene struct {
 	// master is the Redis master when the fault began; promotion waits
 	// for its successor (watchPromotion).
 	master    *stack.Proc
-	promotion func(context.Context) (*stack.Proc, error)
+	promotion func() (*stack.Proc, error)
 	watches   sync.WaitGroup
 }
 
@@ -94,33 +94,22 @@ func (s *Scene) takeMaster(ctx context.Context) (*stack.Proc, error) {
 	return m, nil
 }
 
-// watchPromotion waits in the background for the sentinels to name a
-// master other than old, notes the moment under mark, and returns a wait
-// for its answer. The run waits for every watch before it reports, so the
-// last note is in.
-func (s *Scene) watchPromotion(ctx context.Context, old *stack.Proc, mark string) func(context.Context) (*stack.Proc, error) {
-	var got struct {
-		p   *stack.Proc
-		err error
-	}
-	done := make(chan struct{}) // closed once got is set
-	s.watches.Go(func() {
-		defer close(done)
-		got.p, got.err = s.Stack.WaitMaster(ctx, old)
-		if got.err != nil {
-			s.Note("", "no promotion after %s: %v", old.Name, got.err)
+// watchPromotion waits in the background, until ctx (the fault's) ends,
+// for the sentinels to name a master other than old, notes the moment
+// under mark, and returns the wait, for its answer. The run waits for
+// every watch before it reports, so the last note is in.
+func (s *Scene) watchPromotion(ctx context.Context, old *stack.Proc, mark string) func() (*stack.Proc, error) {
+	wait := sync.OnceValues(func() (*stack.Proc, error) {
+		p, err := s.Stack.WaitMaster(ctx, old)
+		if err != nil {
+			s.Note("", "no promotion after %s: %v", old.Name, err)
 		} else {
-			s.Note(mark, "sentinels promoted %s; it reports role master", got.p.Name)
+			s.Note(mark, "sentinels promoted %s; it reports role master", p.Name)
 		}
+		return p, err
 	})
-	return func(wctx context.Context) (*stack.Proc, error) {
-		select {
-		case <-done:
-			return got.p, got.err
-		case <-wctx.Done():
-			return nil, fmt.Errorf("wait promotion: %w", wctx.Err())
-		}
-	}
+	s.watches.Go(func() { wait() })
+	return wait
 }
 
 // healOldMaster waits for the sentinels' promotion, takes it as the moment
@@ -135,7 +124,7 @@ func (s *Scene) healOldMaster(ctx context.Context, healAnyway bool, fix func(con
 	if s.master == nil {
 		return errNotInjected
 	}
-	_, werr := s.waitPromotion(ctx)
+	_, werr := s.waitPromotion()
 	if werr != nil && !healAnyway {
 		return werr
 	}
@@ -152,11 +141,11 @@ func (s *Scene) healOldMaster(ctx context.Context, healAnyway bool, fix func(con
 var errNotInjected = errors.New("nothing to heal: the fault was not injected")
 
 // waitPromotion waits for the promotion the fault is watching for.
-func (s *Scene) waitPromotion(ctx context.Context) (*stack.Proc, error) {
+func (s *Scene) waitPromotion() (*stack.Proc, error) {
 	if s.promotion == nil {
 		return nil, errNotInjected
 	}
-	return s.promotion(ctx)
+	return s.promotion()
 }
 
 // copyMark notes under to the moment noted under from, if any.

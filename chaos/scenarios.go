@@ -145,7 +145,7 @@ func Scenarios() []Scenario {
 				"SIGKILL the new master too; wait for the second promotion; restart app1; at the end of the fault phase restart both old masters (they rejoin as replicas)",
 			Inject: masterAndApp,
 			Heal: func(ctx context.Context, s *Scene) error {
-				if _, err := s.waitPromotion(ctx); err != nil {
+				if _, err := s.waitPromotion(); err != nil {
 					return err
 				}
 				s.copyMark(markPromotedAgain, markRedisBack)
@@ -282,7 +282,7 @@ func masterAndApp(ctx context.Context, s *Scene) error {
 	if err := stack.AtOnce([]*stack.Proc{m1, app}, (*stack.Proc).Kill); err != nil {
 		return err
 	}
-	m2, err := s.watchPromotion(ctx, m1, markPromoted)(ctx)
+	m2, err := s.watchPromotion(ctx, m1, markPromoted)()
 	if err != nil {
 		return err
 	}
@@ -326,7 +326,7 @@ func masterAndApp(ctx context.Context, s *Scene) error {
 		return err
 	}
 	s.promotion = s.watchPromotion(ctx, m2, markPromotedAgain)
-	if _, err := s.promotion(ctx); err != nil {
+	if _, err := s.promotion(); err != nil {
 		return err
 	}
 	return s.restartApp(ctx, app)
