@@ -1,11 +1,13 @@
 package handler
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"shortener"
@@ -730,5 +732,40 @@ func TestLocalLimiterBounded(t *testing.T) {
 	l.buckets.CleanUp()
 	if n := l.buckets.EstimatedSize(); n > 100 {
 		t.Errorf("%d buckets kept, want at most 100", n)
+	}
+}
+
+// panicky is an origin whose lookups panic.
+type panicky struct{ *fakeLinks }
+
+func (panicky) Resolve(context.Context, string) (shortener.Link, error) { panic("lookup exploded") }
+
+// TestFrame: every answer names its request (keeping the caller's
+// X-Request-Id) and the instance, and a panic is a logged 500 that still
+// carries both.
+func TestFrame(t *testing.T) {
+	var logs bytes.Buffer
+	f := newFakeLinks()
+	h := mustNew(Config{BaseURL: "http://sho.rt", Instance: "app9", AnonymousCreate: true, Policy: NewURLPolicy("http://sho.rt", nil, nil, false)}, Deps{
+		Resolver: panicky{f}, Links: f, IDs: &seqIDs{}, Ready: f,
+		Log: slog.New(slog.NewTextHandler(&logs, nil)), Now: func() time.Time { return now },
+	})
+	a, b := do(h, "GET", "/healthz", ""), do(h, "GET", "/healthz", "")
+	idA, idB := a.Header().Get("X-Request-Id"), b.Header().Get("X-Request-Id")
+	if !strings.HasPrefix(idA, "app9-") || idA == idB {
+		t.Errorf("generated request IDs %q and %q: want distinct, starting app9-", idA, idB)
+	}
+	if got := do(h, "GET", "/healthz", "", "X-Request-Id", "from-nginx").Header().Get("X-Request-Id"); got != "from-nginx" {
+		t.Errorf("X-Request-Id = %q, want the caller's from-nginx", got)
+	}
+	rec := do(h, "GET", "/AbC123", "", "X-Request-Id", "boom-1")
+	if rec.Code != http.StatusInternalServerError || !strings.Contains(rec.Body.String(), `"code":"internal"`) {
+		t.Errorf("panicking lookup: got %d %s, want a 500 error body", rec.Code, rec.Body)
+	}
+	if rec.Header().Get("X-Request-Id") != "boom-1" || rec.Header().Get("X-Served-By") != "app9" {
+		t.Errorf("panicking lookup: X-Request-Id %q, X-Served-By %q; want boom-1, app9", rec.Header().Get("X-Request-Id"), rec.Header().Get("X-Served-By"))
+	}
+	if !strings.Contains(logs.String(), "lookup exploded") || !strings.Contains(logs.String(), "handler.panicky.Resolve") {
+		t.Errorf("the panic is not logged with its stack:\n%s", logs.String())
 	}
 }
