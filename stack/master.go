@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // sentinelAskTimeout bounds each sentinel's answer in Master, so that a
@@ -63,20 +65,20 @@ func (s *Stack) Master(ctx context.Context) (*Proc, error) {
 
 // sentinelMasterPort asks one sentinel for the master's address.
 func sentinelMasterPort(ctx context.Context, sentinel *Proc, name string) (int, error) {
-	reply, err := do(ctx, sentinel.Addr(), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", name)
+	var addr []string
+	err := ask(ctx, sentinel.Addr(), redis.NewSentinelClient, func(ctx context.Context, c *redis.SentinelClient) (err error) {
+		addr, err = c.GetMasterAddrByName(ctx, name).Result()
+		return err
+	})
 	if err != nil {
-		return 0, fmt.Errorf("ask %s: %w", sentinel.Name, err)
+		return 0, fmt.Errorf("ask %s for master %q: %w", sentinel.Name, name, err)
 	}
-	addr, ok := reply.([]any)
-	if !ok || len(addr) != 2 {
-		return 0, fmt.Errorf("ask %s: no master named %q (reply %v)", sentinel.Name, name, reply)
+	if len(addr) == 2 {
+		if port, err := strconv.Atoi(addr[1]); err == nil {
+			return port, nil
+		}
 	}
-	portStr, _ := addr[1].(string)
-	port, err := strconv.Atoi(portStr)
-	if err != nil {
-		return 0, fmt.Errorf("ask %s: bad port in %v", sentinel.Name, addr)
-	}
-	return port, nil
+	return 0, fmt.Errorf("ask %s: bad master address %v", sentinel.Name, addr)
 }
 
 // WaitMaster polls until the sentinels name a master other than not (any
@@ -157,13 +159,16 @@ func (s *Stack) waitSentinels(ctx context.Context, master *Proc, whole bool) err
 	name := s.st.MasterName
 	err := Poll(ctx, readyPoll, func(ctx context.Context) error {
 		for _, sp := range s.byKind[KindSentinel] {
-			reply, err := do(ctx, sp.Addr(), "SENTINEL", "MASTER", name)
-			if err != nil {
+			var m map[string]string
+			var replicas []map[string]string
+			err := ask(ctx, sp.Addr(), redis.NewSentinelClient, func(ctx context.Context, c *redis.SentinelClient) (err error) {
+				if m, err = c.Master(ctx, name).Result(); err == nil && whole {
+					replicas, err = c.Replicas(ctx, name).Result()
+				}
 				return err
-			}
-			m, err := pairs(reply)
+			})
 			if err != nil {
-				return fmt.Errorf("%s SENTINEL MASTER: %w", sp.Name, err)
+				return fmt.Errorf("ask %s: %w", sp.Name, err)
 			}
 			if m["port"] != strconv.Itoa(master.Port) || m["flags"] != "master" {
 				return fmt.Errorf("%s sees master port %s flags %s", sp.Name, m["port"], m["flags"])
@@ -174,18 +179,9 @@ func (s *Stack) waitSentinels(ctx context.Context, master *Proc, whole bool) err
 			if m["num-slaves"] != strconv.Itoa(len(s.byKind[KindRedis])-1) || m["num-other-sentinels"] != strconv.Itoa(len(s.byKind[KindSentinel])-1) {
 				return fmt.Errorf("%s sees %s replicas, %s other sentinels", sp.Name, m["num-slaves"], m["num-other-sentinels"])
 			}
-			reply, err = do(ctx, sp.Addr(), "SENTINEL", "REPLICAS", name)
-			if err != nil {
-				return err
-			}
-			arr, _ := reply.([]any)
-			for _, r := range arr {
-				rm, err := pairs(r)
-				if err != nil {
-					return fmt.Errorf("%s SENTINEL REPLICAS: %w", sp.Name, err)
-				}
-				if rm["flags"] != "slave" || rm["master-link-status"] != "ok" {
-					return fmt.Errorf("%s sees replica %s flags %s link %s", sp.Name, rm["name"], rm["flags"], rm["master-link-status"])
+			for _, r := range replicas {
+				if r["flags"] != "slave" || r["master-link-status"] != "ok" {
+					return fmt.Errorf("%s sees replica %s flags %s link %s", sp.Name, r["name"], r["flags"], r["master-link-status"])
 				}
 			}
 		}

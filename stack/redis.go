@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func redisKind() kind {
@@ -122,26 +126,19 @@ func configureSentinel(_ context.Context, p *Proc, fresh bool) error {
 // pingReady is a Redis node's readiness: it answers PING (a node still
 // loading its data answers -LOADING instead).
 func pingReady(ctx context.Context, p *Proc) error {
-	s, err := doString(ctx, p.Addr(), "PING")
-	if err != nil {
-		return err
-	}
-	if s != "PONG" {
-		return fmt.Errorf("%s PING: %q: %w", p.Name, s, errNotReady)
-	}
-	return nil
+	return ask(ctx, p.Addr(), redis.NewClient, func(ctx context.Context, c *redis.Client) error {
+		return c.Ping(ctx).Err()
+	})
 }
 
-// sentinelReady is a sentinel's readiness: it answers PING and monitors the
-// master name. Whether it has found the replicas and other sentinels is
-// Start's concern (waitSentinels), since after a restart it may never: the
-// master could be down.
+// sentinelReady is a sentinel's readiness: it answers SENTINEL MASTER for
+// the master name. Whether it has found the replicas and other sentinels
+// is Start's concern (waitSentinels), since after a restart it may never:
+// the master could be down.
 func sentinelReady(ctx context.Context, p *Proc) error {
-	if err := pingReady(ctx, p); err != nil {
-		return err
-	}
-	_, err := do(ctx, p.Addr(), "SENTINEL", "MASTER", p.s.st.MasterName)
-	return err
+	return ask(ctx, p.Addr(), redis.NewSentinelClient, func(ctx context.Context, c *redis.SentinelClient) error {
+		return c.Master(ctx, p.s.st.MasterName).Err()
+	})
 }
 
 // Replication is what a Redis node reports about its role (INFO replication).
@@ -162,14 +159,18 @@ func (p *Proc) Replication(ctx context.Context) (Replication, error) {
 	if p.Kind != KindRedis {
 		return Replication{}, fmt.Errorf("replication of %s: kind %s, want %s", p.Name, p.Kind, KindRedis)
 	}
-	info, err := doString(ctx, p.Addr(), "INFO", "replication")
+	var info *redis.InfoCmd
+	err := ask(ctx, p.Addr(), redis.NewClient, func(ctx context.Context, c *redis.Client) error {
+		info = c.InfoMap(ctx, "replication")
+		return info.Err()
+	})
 	if err != nil {
 		return Replication{}, fmt.Errorf("replication of %s: %w", p.Name, err)
 	}
-	f := infoFields(info)
-	r := Replication{Role: f["role"], LinkUp: f["master_link_status"] == "up"}
-	r.MasterPort, _ = strconv.Atoi(f["master_port"])
-	r.ConnectedReplicas, _ = strconv.Atoi(f["connected_slaves"])
+	f := func(key string) string { return info.Item("Replication", key) }
+	r := Replication{Role: f("role"), LinkUp: f("master_link_status") == "up"}
+	r.MasterPort, _ = strconv.Atoi(f("master_port"))
+	r.ConnectedReplicas, _ = strconv.Atoi(f("connected_slaves"))
 	if r.Role == "" {
 		return r, fmt.Errorf("replication of %s: no role in INFO reply", p.Name)
 	}
@@ -182,16 +183,55 @@ func (p *Proc) Get(ctx context.Context, key string) (value string, ok bool, err 
 	if p.Kind != KindRedis {
 		return "", false, fmt.Errorf("get %s from %s: kind %s, want %s", key, p.Name, p.Kind, KindRedis)
 	}
-	reply, err := do(ctx, p.Addr(), "GET", key)
-	if err != nil {
+	err = ask(ctx, p.Addr(), redis.NewClient, func(ctx context.Context, c *redis.Client) (err error) {
+		value, err = c.Get(ctx, key).Result()
+		return err
+	})
+	switch {
+	case errors.Is(err, redis.Nil):
+		return "", false, nil
+	case err != nil:
 		return "", false, fmt.Errorf("get %s from %s: %w", key, p.Name, err)
 	}
-	if reply == nil {
-		return "", false, nil
+	return value, true, nil
+}
+
+// redisCallTimeout bounds one question to a Redis node or sentinel,
+// whatever ctx allows, so that a frozen server fails one poll instead of
+// stalling it.
+const redisCallTimeout = time.Second
+
+// ask puts a question to the Redis node or sentinel at addr on a fresh
+// connection: f gets a go-redis client (newClient is redis.NewClient or
+// redis.NewSentinelClient) holding that one connection, and a ctx bounded
+// by redisCallTimeout, which the client keeps to on every read and write.
+//
+// ask dials the connection itself and hands it to go-redis, because the
+// dials that fail here, to servers killed or black-holed on purpose, would
+// otherwise fail inside go-redis's pool: it retries a failed dial, probes
+// the server again in the background, and reports each failure through
+// go-redis's logger, which is one per process and belongs to main
+// (cache.RouteLibraryLogs); the CLI and the chaos runs, polling dead
+// servers, would drown in its lines. With one connection in the pool and
+// no retries, go-redis never asks for a second; RESP2 keeps its handshake
+// to one HELLO.
+func ask[C io.Closer](ctx context.Context, addr string, newClient func(*redis.Options) C, f func(context.Context, C) error) error {
+	ctx, cancel := context.WithTimeout(ctx, redisCallTimeout) // or ctx's deadline, if sooner
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
 	}
-	s, isString := reply.(string)
-	if !isString {
-		return "", false, fmt.Errorf("get %s from %s: reply %T, want a string", key, p.Name, reply)
-	}
-	return s, true, nil
+	c := newClient(&redis.Options{
+		Addr:                  addr,
+		Dialer:                func(context.Context, string, string) (net.Conn, error) { return conn, nil },
+		Protocol:              2,
+		DisableIdentity:       true,
+		MaxRetries:            -1,
+		PoolSize:              1,
+		ContextTimeoutEnabled: true,
+	})
+	defer c.Close()
+	return f(ctx, c)
 }

@@ -22,15 +22,8 @@
 // before any signal is sent, because a pid outlives its process.
 //
 // It speaks to MariaDB with database/sql (readiness, creating the users)
-// and to Redis and the sentinels with a minimal RESP exchange (resp.go).
-// The RESP code stays rather than go-redis because every question the
-// stack asks is one command to a server that may be frozen, black-holed
-// or dead on purpose: a fresh connection with a hard deadline is what it
-// wants, go-redis's pool, retries and RESP3 handshake would each have to
-// be turned off for every call, and go-redis reports every failed dial
-// through a process-wide logger, which would flood the CLI's and the
-// chaos runs' output while they poll killed servers. (Tried: the stack's
-// tests pass on go-redis; the noise decided it.)
+// and to Redis and the sentinels with go-redis, one question per fresh
+// connection that it dials itself (ask, in redis.go, says why).
 package stack
 
 import (
