@@ -381,8 +381,7 @@ func only(byStatus map[int]int, statuses ...int) bool {
 
 // BreakersClosed reports the breakers left open at the end of the run.
 func BreakersClosed(r *Run) []Check {
-	_, last := edgeStates(r.Report.BreakerStates)
-	open := notClosed(last)
+	open := notClosed(slices.All(r.Report.BreakerStates))
 	got := "all closed"
 	if len(open) > 0 {
 		got = strings.Join(open, ", ")

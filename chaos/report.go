@@ -3,6 +3,7 @@ package chaos
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"slices"
 	"sort"
 	"strings"
@@ -183,37 +184,28 @@ func buildReport(in reportInput) *Report {
 	}
 	verdict(rep, sc, c)
 
-	first, _ := edgeStates(rep.BreakerStates)
-	if open := notClosed(first); len(open) > 0 {
+	if open := notClosed(slices.Backward(rep.BreakerStates)); len(open) > 0 {
 		rep.Notes = append(rep.Notes, "At the start of the run these breakers were not closed, left so by an earlier scenario: "+strings.Join(open, ", ")+".")
 	}
 	return rep
 }
 
-// edgeStates returns each app's breakers' first and last states, keyed
-// "app breaker".
-func edgeStates(states []BreakerState) (first, last map[string]string) {
-	first, last = map[string]string{}, map[string]string{}
+// notClosed lists the breakers whose last state in states, taken in the
+// order given, is not closed, as "app1 write open", in order: over
+// slices.All those left open at the end, over slices.Backward those
+// open at the start.
+func notClosed(states iter.Seq2[int, BreakerState]) []string {
+	last := map[string]string{} // by "app breaker"
 	for _, s := range states {
-		k := s.App + " " + s.Breaker
-		if _, ok := first[k]; !ok {
-			first[k] = s.State
-		}
-		last[k] = s.State
+		last[s.App+" "+s.Breaker] = s.State
 	}
-	return first, last
-}
-
-// notClosed lists the breakers of m that are not closed, as "app1 write
-// open", in order.
-func notClosed(m map[string]string) []string {
 	var out []string
-	for k, st := range m {
+	for k, st := range last {
 		if st != "closed" {
 			out = append(out, k+" "+st)
 		}
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 
