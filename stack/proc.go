@@ -326,10 +326,11 @@ func (p *Proc) term() error {
 	return p.waitGone(pid, killWait)
 }
 
-// close is Close's part for one process: term it if it runs, and remove its
-// pid file even if stale.
+// close is Close's part for one process: heal it, term it if it runs, and
+// remove its pid file even if stale.
 func (p *Proc) close() error {
 	return p.control("stop", "", func() error {
+		healErr := p.heal(context.Background())
 		err := p.term()
 		if err == nil {
 			p.s.log.Info("stopped", "proc", p.Name)
@@ -338,9 +339,9 @@ func (p *Proc) close() error {
 			os.Remove(p.pidFile())
 		}
 		if errors.Is(err, ErrNotRunning) {
-			return nil
+			err = nil
 		}
-		return err
+		return errors.Join(healErr, err)
 	})
 }
 

@@ -435,20 +435,14 @@ func newStack(dir string, st state, log *slog.Logger, killWithParent bool) (*Sta
 // the apps, the apps before the servers they use, sentinels before the
 // Redis nodes they would otherwise fail over, Redis before MariaDB). Each
 // gets SIGCONT (a frozen process would never act on SIGTERM), SIGTERM, its
-// grace period to exit, then SIGKILL. It first removes the stack's
-// partition rules, and it removes the pid files; it is idempotent, and
-// servers that are already down are skipped.
+// grace period to exit, then SIGKILL. It removes the servers' partition
+// rules and pid files; it is idempotent, and servers that are already down
+// are skipped.
 func (s *Stack) Close() error {
 	s.closeMu.Lock()
 	defer s.closeMu.Unlock()
 
 	var errs []error
-	ctx, cancel := context.WithTimeout(context.Background(), 2*iptablesTimeout)
-	if err := healAll(ctx, s.dir); err != nil {
-		errs = append(errs, fmt.Errorf("heal partitions: %w", err))
-	}
-	cancel()
-
 	for _, k := range slices.Backward(kinds()) {
 		errs = append(errs, AtOnce(s.byKind[k.name], (*Proc).close))
 	}

@@ -173,38 +173,3 @@ func TestAppAPIKey(t *testing.T) {
 		t.Error("stack.json holds the API key")
 	}
 }
-
-func TestSplitRule(t *testing.T) {
-	for _, tc := range []struct {
-		line string
-		want []string
-	}{
-		{`-A INPUT -i lo -j DROP`, []string{"-A", "INPUT", "-i", "lo", "-j", "DROP"}},
-		{`-A INPUT -m comment --comment "shortener-stack /tmp/x redis-1" -j DROP`,
-			[]string{"-A", "INPUT", "-m", "comment", "--comment", "shortener-stack /tmp/x redis-1", "-j", "DROP"}},
-		{`-A INPUT --comment "say \"hi\""`, []string{"-A", "INPUT", "--comment", `say "hi"`}},
-		{`-A INPUT --comment ""`, []string{"-A", "INPUT", "--comment", ""}},
-	} {
-		got, err := splitRule(tc.line)
-		if err != nil || !slices.Equal(got, tc.want) {
-			t.Errorf("splitRule(%s): got %q, %v, want %q", tc.line, got, err, tc.want)
-		}
-	}
-	if _, err := splitRule(`--comment "open`); err == nil {
-		t.Error("splitRule of an open quote: got nil error")
-	}
-}
-
-func TestStackComment(t *testing.T) {
-	a, b := stackComment("/tmp/a"), stackComment("/tmp/a-b")
-	if a != "shortener-stack /tmp/a " || strings.HasPrefix(b, a) {
-		t.Errorf("stackComment: got %q and %q, want distinct, neither a prefix of the other", a, b)
-	}
-	long := "/tmp/" + strings.Repeat("d", 300)
-	if c := stackComment(long); len(c)+32 > maxComment || c != stackComment(long) || c == stackComment(long+"x") {
-		t.Errorf("stackComment of a long dir: got %q, want a short, stable, distinct hash", c)
-	}
-	if c := stackComment("/tmp/with space"); strings.Contains(c, "with space") {
-		t.Errorf("stackComment of a dir with a space: got %q, want it hashed", c)
-	}
-}
