@@ -60,35 +60,27 @@ type Sample struct {
 // samples in time order. The client should not share connections with
 // the load's (its own transport), so a saturated load does not delay the
 // evidence.
-func startScraper(apps []App, every time.Duration, start time.Time, client *http.Client) (stop func() []Sample) {
+func startScraper(apps []App, interval time.Duration, start time.Time, client *http.Client) (stop func() []Sample) {
 	var mu sync.Mutex
 	var samples []Sample
-	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, a := range apps {
-		wg.Go(func() {
-			t := time.NewTicker(every)
-			defer t.Stop()
-			for {
-				smp := Sample{At: time.Since(start), App: a.Name}
-				ctx, cancel := context.WithTimeout(context.Background(), every)
-				if m, err := Scrape(ctx, client, a.URL); err == nil {
-					smp.Up, smp.Values = true, m.keep()
-				}
-				cancel()
-				mu.Lock()
-				samples = append(samples, smp)
-				mu.Unlock()
-				select {
-				case <-done:
-					return
-				case <-t.C:
-				}
+		scrape := func() {
+			smp := Sample{At: time.Since(start), App: a.Name}
+			sctx, cancel := context.WithTimeout(context.Background(), interval) // stop ends no scrape in flight
+			if m, err := Scrape(sctx, client, a.URL); err == nil {
+				smp.Up, smp.Values = true, m.keep()
 			}
-		})
+			cancel()
+			mu.Lock()
+			samples = append(samples, smp)
+			mu.Unlock()
+		}
+		wg.Go(func() { scrape(); every(ctx, interval, scrape) })
 	}
 	return func() []Sample {
-		close(done)
+		cancel()
 		wg.Wait()
 		sort.SliceStable(samples, func(i, j int) bool { return samples[i].At < samples[j].At })
 		return samples

@@ -257,9 +257,9 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 
 	var phase atomic.Value
 	phase.Store("warm-up")
-	liveStop := make(chan struct{})
+	liveCtx, stopLive := context.WithCancel(ctx)
 	var live sync.WaitGroup
-	live.Go(func() { r.liveLines(sc.Name, load, &phase, liveStop) })
+	live.Go(func() { r.liveLines(liveCtx, sc.Name, load, &phase) })
 
 	at := func() time.Duration { return time.Since(load.Start()) }
 	// The phases are a schedule: the load keeps its own time.
@@ -297,7 +297,7 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 	results, stopErr := load.Stop(stopCtx)
 	cancel()
 	samples := stopScraper()
-	close(liveStop)
+	stopLive()
 	live.Wait()
 	if stopErr != nil {
 		faultErrs = append(faultErrs, stopErr)
@@ -348,23 +348,16 @@ func (r *Runner) settle(ctx context.Context, settles []Settle, run *Run) ([]Entr
 	return out, errors.Join(errs...)
 }
 
-// liveLines writes a line a second until stop: elapsed time, phase,
+// liveLines writes a line a second until ctx ends: elapsed time, phase,
 // answers in the last second, errors, p99 and requests in flight.
-func (r *Runner) liveLines(name string, load *Load, phase *atomic.Value, stop <-chan struct{}) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
+func (r *Runner) liveLines(ctx context.Context, name string, load *Load, phase *atomic.Value) {
 	load.Tick() // start the first second now
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
+	every(ctx, time.Second, func() {
 		k := load.Tick()
 		fmt.Fprintf(r.live, "%-18s %6.1fs %-9s %5d/s ok  %4d failed  %4d unknown  p99 %8s  in flight %d\n",
 			name, k.Elapsed.Seconds(), phase.Load(), k.Succeeded, k.Failed, k.Unknown,
 			k.P99.Round(100*time.Microsecond), k.InFlight)
-	}
+	})
 }
 
 func appNames(apps []App) []string {

@@ -46,26 +46,17 @@ type trendingAnswer struct {
 func (Trending) Open(ctx context.Context, env *Env) (Settle, error) {
 	var answers []trendingAnswer // the asker's until it has returned
 	var asker sync.WaitGroup
-	stop := make(chan struct{})
+	askCtx, stop := context.WithCancel(ctx) // stops the asking, not an answer in flight
 	start := time.Now()
 	asker.Go(func() {
-		t := time.NewTicker(trendingEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+		every(askCtx, trendingEvery, func() {
 			a := askTrending(ctx, env)
 			a.at = time.Since(start)
 			answers = append(answers, a)
-		}
+		})
 	})
 	return func(_ context.Context, run *Run) (Entry, error) {
-		close(stop)
+		stop()
 		asker.Wait()
 		return trendingEntry(run, env.Links, answers), nil
 	}, nil
