@@ -65,13 +65,12 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 	p("| phase | from | to | sent | succeeded | failed | unknown | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, ph := range append(r.Phases, r.Total) {
 		to := min(ph.Window.To, r.Phases[len(r.Phases)-1].Window.To) // the total's window runs on, for the draining
-		row(&b, ph.Name, fmt.Sprintf("%.1f s", ph.Window.From.Seconds()), fmt.Sprintf("%.1f s", to.Seconds()), ph.All)
+		row(&b, ph.All, ph.Name, fmt.Sprintf("%.1f s", ph.Window.From.Seconds()), fmt.Sprintf("%.1f s", to.Seconds()))
 	}
 	p("\n| kind | phase | sent | succeeded | failed | unknown | p50 | p95 | p99 | max |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, k := range []string{"redirects", "creates", "misses"} {
 		for _, ph := range r.Phases[1:] {
-			st := map[string]PhaseStats{"redirects": ph.Redirects, "creates": ph.Creates, "misses": ph.Misses}[k]
-			row(&b, k, ph.Name, "", st)
+			row(&b, map[string]PhaseStats{"redirects": ph.Redirects, "creates": ph.Creates, "misses": ph.Misses}[k], k, ph.Name)
 		}
 	}
 
@@ -188,11 +187,8 @@ func (r *Report) Failures() []string {
 	return out
 }
 
-func row(b *strings.Builder, a, c, d string, st PhaseStats) {
-	cells := []string{a, c}
-	if d != "" {
-		cells = append(cells, d)
-	}
+// row writes a table row of cells followed by st's counts and latencies.
+func row(b *strings.Builder, st PhaseStats, cells ...string) {
 	cells = append(cells, fmt.Sprint(st.Sent), fmt.Sprint(st.Succeeded), fmt.Sprint(st.Failed), unknownCell(st.Counts))
 	if st.Latency.N == 0 {
 		cells = append(cells, "–", "–", "–", "–")

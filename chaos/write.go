@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -89,12 +90,10 @@ func WriteSummary(dir string) error {
 // order the reports first show them.
 func summaryTable(reports []*Report) string {
 	var cols []string
-	seen := map[string]bool{}
 	for _, r := range reports {
 		for _, e := range r.Ledger {
 			for _, f := range e.Figures {
-				if f.Column != "" && !seen[f.Column] {
-					seen[f.Column] = true
+				if f.Column != "" && !slices.Contains(cols, f.Column) {
 					cols = append(cols, f.Column)
 				}
 			}
