@@ -91,7 +91,7 @@ func appReady(ctx context.Context, p *Proc) error {
 		return err
 	}
 	if code != http.StatusOK {
-		return fmt.Errorf("%s GET /readyz: %d: %w", p.Name, code, errNotReady)
+		return fmt.Errorf("%s GET /readyz: %d", p.Name, code)
 	}
 	return nil
 }

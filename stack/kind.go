@@ -2,7 +2,6 @@ package stack
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -205,7 +204,3 @@ func programPath(name string) (string, error) {
 	}
 	return "", fmt.Errorf("%w: %s", ErrMissingProgram, name)
 }
-
-// errNotReady is what a ready check returns while a server is up but not yet
-// answering as wanted.
-var errNotReady = errors.New("not ready")
