@@ -67,11 +67,9 @@ func configureRedis(ctx context.Context, p *Proc, fresh bool) error {
 	if masterPort != p.Port {
 		node.ReplicaOf = fmt.Sprintf("127.0.0.1 %d", masterPort)
 	}
-	var b strings.Builder
-	b.WriteString("# Written by package stack on every start. Sentinels may rewrite it\n" +
-		"# (replicaof) while the node runs; the next start replaces it again.\n")
-	b.WriteString(RedisConf(node))
-	return WriteFileAtomic(redisConf(p), []byte(b.String()), 0o644)
+	conf := "# Written by package stack on every start. Sentinels may rewrite it\n" +
+		"# (replicaof) while the node runs; the next start replaces it again.\n" + RedisConf(node)
+	return WriteFileAtomic(redisConf(p), []byte(conf), 0o644)
 }
 
 // confReplicaOf returns the master port of the last replicaof (or, from
@@ -111,16 +109,14 @@ func configureSentinel(_ context.Context, p *Proc, fresh bool) error {
 		}
 	}
 	st := p.s.st
-	var b strings.Builder
-	b.WriteString("# Written by package stack at start; the sentinel rewrites it.\n")
-	b.WriteString(SentinelConf(SentinelNode{
+	conf := "# Written by package stack at start; the sentinel rewrites it.\n" + SentinelConf(SentinelNode{
 		Bind: "127.0.0.1", Port: p.Port, Dir: p.dir(),
 		MasterName: st.MasterName, MasterHost: "127.0.0.1", MasterPort: p.s.byKind[KindRedis][0].Port,
 		Quorum: st.Quorum, DownAfter: time.Duration(st.DownAfterMS) * time.Millisecond,
 		FailoverTimeout: time.Duration(st.FailoverTimeoutMS) * time.Millisecond,
 		Script:          script,
-	}))
-	return WriteFileAtomic(path, []byte(b.String()), 0o644)
+	})
+	return WriteFileAtomic(path, []byte(conf), 0o644)
 }
 
 // pingReady is a Redis node's readiness: it answers PING (a node still
