@@ -165,8 +165,8 @@ type Load struct {
 	// each growth: the latency blips at the same run-relative seconds
 	// in every scenario (docs/chaos finding 11).
 	results  [][]Result
-	recent   []time.Duration // latencies completed since the last Tick
-	recentN  [3]int          // ok, failed, unknown since the last Tick
+	recent   []time.Duration // latencies completed since the last tick
+	recentN  [3]int          // ok, failed, unknown since the last tick
 	lastSeen map[string]time.Time
 }
 
@@ -297,27 +297,17 @@ func (l *Load) LastServed(app string) time.Time {
 	return l.lastSeen[app]
 }
 
-// Tick is what completed since the previous Tick: the live line's figures.
-type Tick struct {
-	Elapsed                    time.Duration
-	Succeeded, Failed, Unknown int
-	P99                        time.Duration
-	InFlight                   int64
-}
-
-// Tick returns the figures since the previous call and starts anew.
-func (l *Load) Tick() Tick {
+// tick returns the live line's figures of what completed since the
+// previous call, and starts anew: answers, errors, p99 and requests in
+// flight.
+func (l *Load) tick() string {
 	l.mu.Lock()
 	lat, n := l.recent, l.recentN
 	l.recent, l.recentN = nil, [3]int{}
 	l.mu.Unlock()
 	slices.Sort(lat)
-	return Tick{
-		Elapsed:   time.Since(l.start),
-		Succeeded: n[OK], Failed: n[Failed], Unknown: n[Unknown],
-		P99:      Percentile(lat, 0.99),
-		InFlight: int64(len(l.slots)),
-	}
+	return fmt.Sprintf("%5d/s ok  %4d failed  %4d unknown  p99 %8s  in flight %d",
+		n[OK], n[Failed], n[Unknown], Percentile(lat, 0.99).Round(100*time.Microsecond), len(l.slots))
 }
 
 // Stop stops sending, waits for the requests in flight (each is bounded by

@@ -349,14 +349,11 @@ func (r *Runner) settle(ctx context.Context, settles []Settle, run *Run) ([]Entr
 }
 
 // liveLines writes a line a second until ctx ends: elapsed time, phase,
-// answers in the last second, errors, p99 and requests in flight.
+// and the load's figures of the last second (Load.tick).
 func (r *Runner) liveLines(ctx context.Context, name string, load *Load, phase *atomic.Value) {
-	load.Tick() // start the first second now
+	load.tick() // start the first second now
 	every(ctx, time.Second, func() {
-		k := load.Tick()
-		fmt.Fprintf(r.live, "%-18s %6.1fs %-9s %5d/s ok  %4d failed  %4d unknown  p99 %8s  in flight %d\n",
-			name, k.Elapsed.Seconds(), phase.Load(), k.Succeeded, k.Failed, k.Unknown,
-			k.P99.Round(100*time.Microsecond), k.InFlight)
+		fmt.Fprintf(r.live, "%-18s %6.1fs %-9s %s\n", name, time.Since(load.Start()).Seconds(), phase.Load(), load.tick())
 	})
 }
 
