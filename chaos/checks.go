@@ -100,9 +100,9 @@ func Failover(from, what string) Measure {
 // BackOnRedis times, per app, how long after Redis was available again
 // (markRedisBack) its Redis hits and fills moved again, and takes the
 // slowest app's key counter as the recovery: keyFillsOK when writes must
-// reach the (new) master, keyHits when reads must be answered by Redis. With within > 0 it checks
-// the recovery against it (plus one scrape interval, the reading's
-// resolution).
+// reach the (new) master, keyHits when reads must be answered by Redis.
+// With within > 0 it checks the recovery against it (plus one scrape
+// interval, the reading's resolution).
 func BackOnRedis(key string, within time.Duration) Measure {
 	return func(r *Run) []Check {
 		rep := r.Report
@@ -127,14 +127,9 @@ func BackOnRedis(key string, within time.Duration) Measure {
 				}
 			}
 			b := AppBack{App: app,
+				Reads: movedAfter(r.Samples, app, keyHits, ref), Fills: movedAfter(r.Samples, app, keyFillsOK, ref),
 				ReadsStalled: longestStall(r.Samples, app, keyHits, r.Fault()),
 				FillsStalled: longestStall(r.Samples, app, keyFillsOK, r.Fault())}
-			if t, ok := movedAfter(r.Samples, app, keyHits, ref); ok {
-				b.Reads = dur(t - ref)
-			}
-			if t, ok := movedAfter(r.Samples, app, keyFillsOK, ref); ok {
-				b.Fills = dur(t - ref)
-			}
 			rep.BackOnRedis = append(rep.BackOnRedis, b)
 			recovered = append(recovered, map[string]*time.Duration{keyFillsOK: b.Fills, keyHits: b.Reads}[key])
 		}

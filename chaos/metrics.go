@@ -241,16 +241,16 @@ func transitions(samples []Sample, apps []string) []Transition {
 	return out
 }
 
-// movedAfter returns the time of the first scrape of app after ref at
-// which counter key had grown since the scrape before it, and whether
-// there was one. The answer is at most one scrape interval late.
-func movedAfter(samples []Sample, app, key string, ref time.Duration) (time.Duration, bool) {
+// movedAfter returns how long after ref came the first scrape of app at
+// which counter key had grown since the scrape before it, or nil if none
+// did. The answer is at most one scrape interval late.
+func movedAfter(samples []Sample, app, key string, ref time.Duration) *time.Duration {
 	for prev, cur := range steps(samples, app) {
 		if cur.At > ref && delta(prev.Values[key], cur.Values[key]) > 0 {
-			return cur.At, true
+			return dur(cur.At - ref)
 		}
 	}
-	return 0, false
+	return nil
 }
 
 // longestStall returns the longest stretch within w over which counter

@@ -86,15 +86,14 @@ func series(app, key string, vals ...float64) []Sample {
 func TestMovedAfter(t *testing.T) {
 	// Fills stall from 0.4 s to 1.0 s, then move again.
 	ss := series("app1", keyFillsOK, 1, 2, 3, 3, 3, 3, 5, 6)
-	got, ok := movedAfter(ss, "app1", keyFillsOK, 700*time.Millisecond)
-	if !ok || got != 1200*time.Millisecond {
-		t.Errorf("movedAfter(0.7 s) = %v %v, want 1.2 s", got, ok)
+	if got := movedAfter(ss, "app1", keyFillsOK, 700*time.Millisecond); got == nil || *got != 500*time.Millisecond {
+		t.Errorf("movedAfter(0.7 s) = %v, want 0.5 s (at 1.2 s)", optMS(got))
 	}
-	if _, ok := movedAfter(ss, "app1", keyFillsOK, 1500*time.Millisecond); ok {
-		t.Error("movedAfter(after the last scrape) found a move, want none")
+	if got := movedAfter(ss, "app1", keyFillsOK, 1500*time.Millisecond); got != nil {
+		t.Errorf("movedAfter(after the last scrape) = %v, want none", *got)
 	}
-	if _, ok := movedAfter(ss, "app2", keyFillsOK, 0); ok {
-		t.Error("movedAfter(app without samples) found a move, want none")
+	if got := movedAfter(ss, "app2", keyFillsOK, 0); got != nil {
+		t.Errorf("movedAfter(app without samples) = %v, want none", *got)
 	}
 	if got := longestStall(ss, "app1", keyFillsOK, Window{0, 2 * time.Second}); got != 600*time.Millisecond {
 		t.Errorf("longestStall = %v, want 600ms", got)
