@@ -67,6 +67,16 @@ func (r *Report) WriteChart(w io.Writer) error {
 		panels[i].top = panels[i-1].top + panels[i-1].h + panelGap
 	}
 	height := panels[3].top + panels[3].h + 58
+	// The panels' scales: the busiest second's requests and errors, and
+	// the slowest answer (at least the client timeout), with room above.
+	peak, epeak := 1.0, 1.0
+	lo, hi := 0.5, max(r.Settings.Timeout.Seconds()*1000*1.2, 10)
+	for _, s := range r.Seconds {
+		peak, epeak = max(peak, float64(s.Sent)), max(epeak, float64(s.Failed+s.Unknown))
+		if s.Max > 0 {
+			hi = max(hi, float64(s.Max)/1e6*1.2)
+		}
+	}
 
 	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%.0f" viewBox="0 0 %d %.0f" font-family="sans-serif" font-size="11">`+"\n",
 		chartW, height, chartW, height)
@@ -89,10 +99,6 @@ func (r *Report) WriteChart(w io.Writer) error {
 	// Throughput: what was due against what was answered as wanted. In
 	// an open model the two lines part exactly where the service failed.
 	th := panels[0]
-	peak := 1.0
-	for _, s := range r.Seconds {
-		peak = math.Max(peak, float64(s.Sent))
-	}
 	peak = niceCeil(peak * 1.1)
 	yT := func(v float64) float64 { return th.top + th.h - th.h*v/peak }
 	yTicks(&b, peak, tickCount(peak), yT, func(v float64) string { return fmt.Sprintf("%.0f/s", v) })
@@ -104,20 +110,11 @@ func (r *Report) WriteChart(w io.Writer) error {
 	// millisecond and a stall of seconds must both be readable on one axis,
 	// and the timeout line shows how close the slowest came to "unknown".
 	lt := panels[1]
-	lo, hi := 0.5, math.Max(r.Settings.Timeout.Seconds()*1000*1.2, 10)
-	for _, s := range r.Seconds {
-		if s.Max > 0 {
-			hi = math.Max(hi, float64(s.Max)/1e6*1.2)
-		}
-	}
 	yL := func(msv float64) float64 {
 		msv = math.Min(math.Max(msv, lo), hi)
 		return lt.top + lt.h - lt.h*(math.Log10(msv)-math.Log10(lo))/(math.Log10(hi)-math.Log10(lo))
 	}
-	for _, v := range []float64{1, 10, 100, 1000, 10000} {
-		if v < lo || v > hi {
-			continue
-		}
+	for _, v := range slices.DeleteFunc([]float64{1, 10, 100, 1000, 10000}, func(v float64) bool { return v < lo || v > hi }) {
 		p(`<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#e9ecef"/>`+"\n", chartLeft, chartLeft+plotW, yL(v), yL(v))
 		p(`<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", chartLeft-4, yL(v)+4, ms(time.Duration(v*1e6)))
 	}
@@ -139,22 +136,18 @@ func (r *Report) WriteChart(w io.Writer) error {
 	// because a single failed request in a second must be visible, and a
 	// line from 0 to 1 and back reads as noise.
 	et := panels[2]
-	epeak := 1.0
-	for _, s := range r.Seconds {
-		epeak = math.Max(epeak, float64(s.Failed+s.Unknown))
-	}
 	epeak = niceCeil(epeak)
 	yE := func(v float64) float64 { return et.top + et.h - et.h*v/epeak }
 	yTicks(&b, epeak, min(2, int(epeak)), yE, func(v float64) string { return fmt.Sprintf("%.0f/s", v) })
 	bw := math.Max(plotW/secs-1, 1)
+	bar := func(s Second, from, to int, colour string) { // a bar from from to to requests
+		if to > from {
+			p(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", xs(float64(s.T)), yE(float64(to)), bw, yE(float64(from))-yE(float64(to)), colour)
+		}
+	}
 	for _, s := range r.Seconds {
-		if s.Failed > 0 {
-			p(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", xs(float64(s.T)), yE(float64(s.Failed)), bw, et.top+et.h-yE(float64(s.Failed)), colFailed)
-		}
-		if s.Unknown > 0 {
-			y0 := yE(float64(s.Failed))
-			p(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", xs(float64(s.T)), yE(float64(s.Failed+s.Unknown)), bw, y0-yE(float64(s.Failed+s.Unknown)), colUnknown)
-		}
+		bar(s, 0, s.Failed, colFailed)
+		bar(s, s.Failed, s.Failed+s.Unknown, colUnknown)
 	}
 	if total := r.Total.All.Failed + r.Total.All.Unknown; total == 0 {
 		p(`<text x="%.1f" y="%.1f" text-anchor="middle" fill="%s">no failed or unknown request</text>`+"\n", float64(chartLeft)+plotW/2.0, et.top+et.h/2+4, colOK)
