@@ -250,8 +250,7 @@ func outage(results []Result, w Window) *Outage {
 // errorCounts groups the failed and unknown requests by kind, phase and
 // message, most frequent first.
 func errorCounts(results []Result, phases []Window) []ErrorCount {
-	type key struct{ kind, phase, msg string }
-	n := map[key]int{}
+	n := map[ErrorCount]int{} // by kind, phase and message
 	for _, r := range results {
 		if r.Outcome == OK {
 			continue
@@ -262,11 +261,12 @@ func errorCounts(results []Result, phases []Window) []ErrorCount {
 				ph = phaseNames()[i]
 			}
 		}
-		n[key{r.Kind.String(), ph, normalise(r.Err)}]++
+		n[ErrorCount{Kind: r.Kind.String(), Phase: ph, Message: normalise(r.Err)}]++
 	}
 	out := make([]ErrorCount, 0, len(n))
-	for k, c := range n {
-		out = append(out, ErrorCount{Kind: k.kind, Phase: k.phase, Message: k.msg, Count: c})
+	for e, c := range n {
+		e.Count = c
+		out = append(out, e)
 	}
 	slices.SortFunc(out, func(a, b ErrorCount) int {
 		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Kind+a.Phase+a.Message, b.Kind+b.Phase+b.Message))
