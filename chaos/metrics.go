@@ -219,19 +219,10 @@ func transitions(samples []Sample, apps []string) []Transition {
 	for _, app := range apps {
 		for prev, cur := range steps(samples, app) {
 			for k, v := range cur.Values {
-				rest, ok := strings.CutPrefix(k, keyTrans)
-				if !ok {
-					continue
+				parts := strings.Split(strings.TrimPrefix(k, keyTrans), "/") // breaker, from, to
+				if d := delta(prev.Values[k], v); strings.HasPrefix(k, keyTrans) && len(parts) == 3 && d > 0 {
+					out = append(out, Transition{At: cur.At, App: app, Breaker: parts[0], From: parts[1], To: parts[2], Count: int(d)})
 				}
-				d := delta(prev.Values[k], v)
-				if d <= 0 {
-					continue
-				}
-				parts := strings.SplitN(rest, "/", 3)
-				if len(parts) != 3 {
-					continue
-				}
-				out = append(out, Transition{At: cur.At, App: app, Breaker: parts[0], From: parts[1], To: parts[2], Count: int(d)})
 			}
 		}
 	}
