@@ -214,11 +214,7 @@ func notClosed(states iter.Seq2[int, BreakerState]) []string {
 func firstDone(results []Result, from time.Duration, keep func(Result) bool) (time.Duration, bool) {
 	best, found := time.Duration(0), false
 	for _, r := range results {
-		done := r.Intended + r.Latency
-		if r.Dropped || done < from || !keep(r) {
-			continue
-		}
-		if !found || done < best {
+		if done := r.Intended + r.Latency; !r.Dropped && done >= from && (!found || done < best) && keep(r) {
 			best, found = done, true
 		}
 	}
