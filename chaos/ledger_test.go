@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 )
@@ -13,7 +12,7 @@ func acked(key, url, code string) Result {
 
 // ledgerFixture is a clean run: three acknowledged creates, all stored,
 // keyed and resolving, plus a failed create that left nothing behind.
-func ledgerFixture() ([]Result, map[string]string, map[string]string, map[string]Resolution) {
+func ledgerFixture() ([]Result, map[string]string, map[string]string, map[string]string) {
 	results := []Result{
 		acked("k1", "https://x/1", "c1"),
 		acked("k2", "https://x/2", "c2"),
@@ -24,11 +23,7 @@ func ledgerFixture() ([]Result, map[string]string, map[string]string, map[string
 	}
 	stored := map[string]string{"c1": "https://x/1", "c2": "https://x/2", "c3": "https://x/3"}
 	keys := map[string]string{"k1": "c1", "k2": "c2", "k3": "c3"}
-	resolved := map[string]Resolution{
-		"c1": {Status: 302, Location: "https://x/1"},
-		"c2": {Status: 302, Location: "https://x/2"},
-		"c3": {Status: 302, Location: "https://x/3"},
-	}
+	resolved := map[string]string{"c1": "", "c2": "", "c3": ""} // each redirects to its URL
 	return results, stored, keys, resolved
 }
 
@@ -89,7 +84,7 @@ func TestLedgerFindsLostCreate(t *testing.T) {
 	results, stored, keys, resolved := ledgerFixture()
 	delete(stored, "c2") // c2 never reached MySQL
 	delete(keys, "k2")
-	resolved["c2"] = Resolution{Status: http.StatusNotFound}
+	resolved["c2"] = "GET: 404 from app1, want 302"
 	e := checkCreates(results, stored, keys, resolved)
 	lost := problems(e, problemLost)
 	if len(lost) != 1 || lost[0].Code != "c2" || lost[0].Key != "k2" {
@@ -126,17 +121,17 @@ func TestLedgerFindsKeyThatMadeTwoLinks(t *testing.T) {
 func TestLedgerFindsOtherFaults(t *testing.T) {
 	tests := []struct {
 		name  string
-		spoil func(stored map[string]string, keys map[string]string, resolved map[string]Resolution)
+		spoil func(stored map[string]string, keys map[string]string, resolved map[string]string)
 		check string
 	}{
-		{"code stored with another URL", func(stored map[string]string, _ map[string]string, _ map[string]Resolution) {
+		{"code stored with another URL", func(stored map[string]string, _ map[string]string, _ map[string]string) {
 			stored["c1"] = "https://x/other"
 		}, "creates.mismatched"},
-		{"key recorded for another code", func(_ map[string]string, keys map[string]string, _ map[string]Resolution) {
+		{"key recorded for another code", func(_ map[string]string, keys map[string]string, _ map[string]string) {
 			keys["k1"] = "c9"
 		}, "creates.key"},
-		{"redirect to the wrong place after the run", func(_ map[string]string, _ map[string]string, resolved map[string]Resolution) {
-			resolved["c3"] = Resolution{Status: 302, Location: "https://x/1"}
+		{"redirect to the wrong place after the run", func(_ map[string]string, _ map[string]string, resolved map[string]string) {
+			resolved["c3"] = `GET: 302 with Location "https://x/1", want "https://x/3"`
 		}, "creates.unresolved"},
 	}
 	for _, tt := range tests {

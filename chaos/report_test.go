@@ -49,11 +49,11 @@ func syntheticRun(t *testing.T) reportInput {
 			keyFillsOK: fills, keyHits: float64(10 * i), keyState + "write": state,
 		}})
 	}
-	stored, keys, resolved := map[string]string{}, map[string]string{}, map[string]Resolution{}
+	stored, keys, resolved := map[string]string{}, map[string]string{}, map[string]string{}
 	for _, r := range results {
 		if r.Kind == Create && r.Key != "kq" {
 			stored[r.Code] = r.URL
-			keys[r.Key], resolved[r.Code] = r.Code, Resolution{Status: 302, Location: r.URL}
+			keys[r.Key], resolved[r.Code] = r.Code, ""
 		}
 	}
 	run := &Run{
