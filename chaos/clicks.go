@@ -40,21 +40,7 @@ func (Clicks) Open(ctx context.Context, env *Env) (Settle, error) {
 		if err != nil {
 			return e, err
 		}
-		served := make([]int64, len(env.Links))
-		unknown := make([]int64, len(env.Links))
-		for _, r := range run.Results {
-			if r.Kind != Redirect || r.Link < 0 || r.Link >= len(env.Links) {
-				continue
-			}
-			switch {
-			case r.Outcome == Unknown, r.Status == 0, r.Status == http.StatusBadGateway, r.Status == http.StatusGatewayTimeout:
-				// No answer, or nginx's own error after it may have
-				// reached an app: the app may have counted it.
-				unknown[r.Link]++
-			case r.Status >= 300 && r.Status < 400 && !r.WrongLocation:
-				served[r.Link]++
-			}
-		}
+		served, unknown := received(run.Results, len(env.Links))
 		var sumServed, sumStored, sumUnknown, lost, double int64
 		for i, l := range env.Links {
 			stored := after[l.Code] - before[l.Code]
@@ -89,6 +75,25 @@ func (Clicks) Open(ctx context.Context, env *Env) (Settle, error) {
 			OK: lost == 0 && double == 0 && drainErr == nil, Required: true}}
 		return e, nil
 	}, nil
+}
+
+// received counts, per link, the redirects the load received (3xx with
+// the link's Location), and those an app may or may not have counted: no
+// answer, or nginx's own 502 or 504 after it may have reached an app.
+func received(results []Result, links int) (served, unknown []int64) {
+	served, unknown = make([]int64, links), make([]int64, links)
+	for _, r := range results {
+		if r.Kind != Redirect || r.Link < 0 || r.Link >= links {
+			continue
+		}
+		switch {
+		case r.Outcome == Unknown, r.Status == 0, r.Status == http.StatusBadGateway, r.Status == http.StatusGatewayTimeout:
+			unknown[r.Link]++
+		case r.Status >= 300 && r.Status < 400 && !r.WrongLocation:
+			served[r.Link]++
+		}
+	}
+	return served, unknown
 }
 
 // waitShipped waits until every journal heard from recently has shipped

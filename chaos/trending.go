@@ -126,15 +126,11 @@ func askTrending(ctx context.Context, env *Env) trendingAnswer {
 // trendingEntry judges the answers against the truth.
 func trendingEntry(run *Run, links []Link, answers []trendingAnswer) Entry {
 	e := Entry{Account: "trending"}
-	served := map[string]int64{} // by code
-	for _, r := range run.Results {
-		if r.Kind == Redirect && r.Link >= 0 && r.Link < len(links) && r.Status >= 300 && r.Status < 400 && !r.WrongLocation {
-			served[links[r.Link].Code]++
-		}
-	}
+	received, _ := received(run.Results, len(links))
 	truth := make([]string, len(links))
+	served := map[string]int64{} // by code
 	for i, l := range links {
-		truth[i] = l.Code
+		truth[i], served[l.Code] = l.Code, received[i]
 	}
 	slices.SortFunc(truth, func(a, b string) int { return cmp.Or(cmp.Compare(served[b], served[a]), strings.Compare(a, b)) })
 	truth = truth[:min(10, len(truth))]
