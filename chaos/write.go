@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -36,33 +35,26 @@ const (
 	summaryEnd   = "<!-- end of chaos summary -->"
 )
 
-// WriteSummary reads every report in dir (*.json) and writes the summary
-// table, one row per scenario in the matrix's order, into dir/README.md.
+// WriteSummary reads the report of each scenario of the matrix in dir
+// (<scenario>.json) and writes the summary table, one row per report in
+// the matrix's order, into dir/README.md.
 func WriteSummary(dir string) error {
-	var reports []*Report
-	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
-	if err != nil {
-		return fmt.Errorf("write summary: %w", err)
-	}
 	// Every report in dir, not only this run's: `make chaos SCENARIO=x`
 	// refreshes one row and keeps the others' last results.
-	for _, f := range files {
-		b, err := os.ReadFile(f)
+	var reports []*Report
+	for _, sc := range Scenarios() {
+		var r Report
+		b, err := os.ReadFile(filepath.Join(dir, sc.Name+".json"))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // not run yet
+		} else if err == nil {
+			err = json.Unmarshal(b, &r)
+		}
 		if err != nil {
 			return fmt.Errorf("write summary: %w", err)
 		}
-		var r Report
-		if err := json.Unmarshal(b, &r); err != nil || r.Scenario == "" {
-			continue // not a report
-		}
 		reports = append(reports, &r)
 	}
-	order := map[string]int{}
-	for i, sc := range Scenarios() {
-		order[sc.Name] = i
-	}
-	sort.Slice(reports, func(i, j int) bool { return order[reports[i].Scenario] < order[reports[j].Scenario] })
-
 	table := summaryTable(reports)
 	path := filepath.Join(dir, "README.md")
 	old, err := os.ReadFile(path)
