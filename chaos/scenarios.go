@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -149,13 +150,7 @@ func Scenarios() []Scenario {
 					return err
 				}
 				s.copyMark(markPromotedAgain, markRedisBack)
-				var dead []*stack.Proc
-				for _, p := range s.Stack.Redis() {
-					if !p.Running() {
-						dead = append(dead, p)
-					}
-				}
-				for _, p := range dead {
+				for _, p := range slices.DeleteFunc(s.Stack.Redis(), (*stack.Proc).Running) { // the two killed
 					if err := p.Restart(ctx); err != nil {
 						return err
 					}
