@@ -181,11 +181,7 @@ func create(ctx context.Context, c *http.Client, base string, timeout time.Durat
 		if attempt >= attempts || (err == nil && !retryable(status)) {
 			return
 		}
-		wait := min(retryBase<<(attempt-1), retryCap)
-		if a.retryAfter > wait {
-			wait = min(a.retryAfter, retryCap)
-		}
-		if pause(ctx, wait) != nil {
+		if pause(ctx, min(max(retryBase<<(attempt-1), a.retryAfter), retryCap)) != nil {
 			return
 		}
 	}
