@@ -122,8 +122,8 @@ func BackOnRedis(key string, within time.Duration) Measure {
 			ref := ref
 			if ready, ok := r.Marks[markAppReady+app]; ok && ready > ref {
 				ref = ready
-				if first, ok := firstServed(r.Results, app, ready); ok {
-					ref = first
+				if d := firstServed(r.Results, app, ready); d != nil {
+					ref += *d
 				}
 			}
 			b := AppBack{App: app,
@@ -300,11 +300,7 @@ func AppServes(r *Run) []Check {
 	var recovered []*time.Duration
 	for _, app := range r.Apps {
 		if ready, ok := r.Marks[markAppReady+app]; ok {
-			var d *time.Duration
-			if first, ok := firstServed(r.Results, app, ready); ok {
-				d = dur(first - ready)
-			}
-			recovered = append(recovered, d)
+			recovered = append(recovered, firstServed(r.Results, app, ready))
 		}
 	}
 	rep.Recovery = cmp.Or(slowest(recovered), rep.Recovery) // a measure before may have seen one
@@ -320,9 +316,9 @@ func slowest(ds []*time.Duration) *time.Duration {
 	return slices.MaxFunc(ds, func(a, b *time.Duration) int { return cmp.Compare(*a, *b) })
 }
 
-// firstServed is when app first answered a request through the target
-// (a status below 500) at or after from.
-func firstServed(results []Result, app string, from time.Duration) (time.Duration, bool) {
+// firstServed is how long after from app first answered a request through
+// the target (a status below 500), or nil if it did not.
+func firstServed(results []Result, app string, from time.Duration) *time.Duration {
 	return firstDone(results, from, func(res Result) bool { return res.ServedBy == app && res.Status > 0 && res.Status < 500 })
 }
 
@@ -335,9 +331,7 @@ func MySQLOutage(r *Run) []Check {
 	if !ok {
 		return nil
 	}
-	if first, ok := firstDone(r.Results, back, func(res Result) bool { return res.Kind == Create && res.Outcome == OK }); ok {
-		rep.Recovery = dur(first - back)
-	}
+	rep.Recovery = firstDone(r.Results, back, func(res Result) bool { return res.Kind == Create && res.Outcome == OK })
 	o := outage(r.Results, Window{r.Fault().From, back})
 	rep.Outage = o
 	limit := r.Config.MySQLTimeout + 500*time.Millisecond

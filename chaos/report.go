@@ -209,16 +209,16 @@ func notClosed(states iter.Seq2[int, BreakerState]) []string {
 	return out
 }
 
-// firstDone returns when the first result matching keep completed after
-// from (completion = intended send time + latency).
-func firstDone(results []Result, from time.Duration, keep func(Result) bool) (time.Duration, bool) {
-	best, found := time.Duration(0), false
+// firstDone returns how long after from the first result matching keep
+// completed (at its intended send time + latency), or nil if none did.
+func firstDone(results []Result, from time.Duration, keep func(Result) bool) *time.Duration {
+	var first *time.Duration
 	for _, r := range results {
-		if done := r.Intended + r.Latency; !r.Dropped && done >= from && (!found || done < best) && keep(r) {
-			best, found = done, true
+		if after := r.Intended + r.Latency - from; !r.Dropped && after >= 0 && (first == nil || after < *first) && keep(r) {
+			first = &after
 		}
 	}
-	return best, found
+	return first
 }
 
 // outage describes how creates and misses due in w were answered.
