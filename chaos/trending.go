@@ -104,11 +104,9 @@ func (r *Runner) AwaitQuietTrending(ctx context.Context, log io.Writer) error {
 func askTrending(ctx context.Context, env *Env) trendingAnswer {
 	began := time.Now()
 	a, err := send(ctx, env.Client, env.Target.BaseURL+"/api/v1/trending?window=5m&limit=10", "", nil, env.Config.Timeout)
-	var body struct {
-		Source string `json:"source"`
-		Links  []struct {
-			Code string `json:"code"`
-		} `json:"links"`
+	var body struct { // JSON keys match field names regardless of case
+		Source string
+		Links  []struct{ Code string }
 	}
 	if err == nil {
 		err = json.Unmarshal(a.body, &body)
@@ -141,12 +139,11 @@ func trendingEntry(run *Run, links []Link, answers []trendingAnswer) Entry {
 	rec := run.Phases[3]
 	after := Window{From: rec.From + (rec.To-rec.From)/2, To: rec.To}
 	var (
-		jFault, jAfter     []float64
-		latFault, latAll   []time.Duration
-		failed, local, all int
+		jFault, jAfter   []float64
+		latFault, latAll []time.Duration
+		failed, local    int
 	)
 	for _, a := range answers {
-		all++
 		latAll = append(latAll, a.latency)
 		ok := a.status == http.StatusOK
 		if !ok {
@@ -181,7 +178,7 @@ func trendingEntry(run *Run, links []Link, answers []trendingAnswer) Entry {
 	lf := Summarise(latFault)
 	la := Summarise(latAll)
 	e.Figures = []Figure{
-		{Label: "trending answers (GET /api/v1/trending?window=5m&limit=10 every 100 ms)", Value: fmt.Sprintf("%d, %d failed, %d from the local top-K", all, failed, local)},
+		{Label: "trending answers (GET /api/v1/trending?window=5m&limit=10 every 100 ms)", Value: fmt.Sprintf("%d, %d failed, %d from the local top-K", len(answers), failed, local)},
 		{Label: "truth: top 10 of the redirects received (MySQL's counts)", Value: fmt.Sprint(truth)},
 		{Label: "trending Jaccard@10 during the fault", Value: sFault, Column: "trending J@10 fault"},
 		{Label: "trending Jaccard@10 after recovery", Value: sAfter, Column: "trending J@10 after"},
