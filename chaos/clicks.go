@@ -58,18 +58,18 @@ func (Clicks) Open(ctx context.Context, env *Env) (Settle, error) {
 					Why: fmt.Sprintf("%d redirects received (%d unanswered), %d clicks stored", served[i], unknown[i], stored)})
 			}
 		}
+		drained := "yes"
+		if drainErr != nil {
+			drained = drainErr.Error()
+		}
 		e.Figures = []Figure{
 			{Label: "redirects received (3xx, right Location)", Value: fmt.Sprint(sumServed), Column: "clicks served"},
 			{Label: "clicks stored in MySQL for them", Value: fmt.Sprint(sumStored), Column: "clicks stored"},
 			{Label: "redirects unanswered or 502/504 from nginx (may be counted)", Value: fmt.Sprint(sumUnknown)},
 			{Label: "clicks lost", Value: fmt.Sprint(lost), Column: "lost clicks"},
 			{Label: "clicks counted twice", Value: fmt.Sprint(double), Column: "double clicks"},
+			{Label: "journals shipped before the count", Value: drained},
 		}
-		drained := "yes"
-		if drainErr != nil {
-			drained = drainErr.Error()
-		}
-		e.Figures = append(e.Figures, Figure{Label: "journals shipped before the count", Value: drained})
 		e.Checks = []Check{{ID: "clicks", What: "per code, clicks stored in MySQL = redirects received, once the journals have shipped",
 			Want: "0 lost, 0 double", Got: fmt.Sprintf("%d lost, %d double (%d served, %d stored)", lost, double, sumServed, sumStored),
 			OK: lost == 0 && double == 0 && drainErr == nil, Required: true}}
