@@ -128,12 +128,16 @@ func NewRunner(s *stack.Stack, t Target, cfg Config, live io.Writer) (*Runner, e
 		return nil, fmt.Errorf("new runner: open ledger database: %w", err)
 	}
 	db.SetMaxOpenConns(2)
+	client := NewClient(cfg.MaxInFlight)
+	if t.APIKey != "" {
+		client.Transport = keyTransport{next: client.Transport, key: t.APIKey}
+	}
 	return &Runner{
 		s:      s,
 		t:      t,
 		cfg:    cfg,
 		live:   live,
-		client: withAPIKey(NewClient(cfg.MaxInFlight), t.APIKey),
+		client: client,
 		probe: &http.Client{
 			Timeout:   2 * time.Second,
 			Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
@@ -365,15 +369,7 @@ func appNames(apps []App) []string {
 	return out
 }
 
-// withAPIKey makes c send key as X-Api-Key with every request ("" leaves
-// c as it is).
-func withAPIKey(c *http.Client, key string) *http.Client {
-	if key != "" {
-		c.Transport = keyTransport{next: c.Transport, key: key}
-	}
-	return c
-}
-
+// keyTransport sends key as X-Api-Key with every request.
 type keyTransport struct {
 	next http.RoundTripper
 	key  string
