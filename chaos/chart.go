@@ -81,7 +81,7 @@ func (r *Report) WriteChart(w io.Writer) error {
 	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%.0f" viewBox="0 0 %d %.0f" font-family="sans-serif" font-size="11">`+"\n",
 		chartW, height, chartW, height)
 	p(`<rect width="100%%" height="100%%" fill="#fff"/>` + "\n")
-	p(`<text x="%d" y="20" font-size="14" font-weight="bold">%s: %s</text>`+"\n", chartLeft, esc(r.Scenario), esc(r.Fault))
+	p(`<text x="%d" y="20" font-size="14" font-weight="bold">%s: %s</text>`+"\n", chartLeft, html.EscapeString(r.Scenario), html.EscapeString(r.Fault))
 	verdict, vcol := "row holds", colOK
 	if !r.Holds {
 		verdict, vcol = "row does not hold", colFailed
@@ -163,7 +163,7 @@ func (r *Report) WriteChart(w io.Writer) error {
 	for _, app := range appOrder {
 		for _, br := range []string{"read", "write"} {
 			y := bt.top + float64(rowIdx)*breakerRow
-			p(`<text x="%d" y="%.1f" text-anchor="end">%s %s</text>`+"\n", chartLeft-4, y+breakerRow-3, esc(app), br)
+			p(`<text x="%d" y="%.1f" text-anchor="end">%s %s</text>`+"\n", chartLeft-4, y+breakerRow-3, html.EscapeString(app), br)
 			states := slices.DeleteFunc(slices.Clone(r.BreakerStates), func(s BreakerState) bool { return s.App != app || s.Breaker != br })
 			for i, s := range states {
 				to := end
@@ -171,7 +171,7 @@ func (r *Report) WriteChart(w io.Writer) error {
 					to = states[i+1].At
 				}
 				p(`<rect x="%.1f" y="%.1f" width="%.1f" height="%d" fill="%s"><title>%s %s: %s</title></rect>`+"\n",
-					x(s.At), y+1, math.Max(x(to)-x(s.At), 0.5), breakerRow-2, breakerFill(s.State), esc(app), br, s.State)
+					x(s.At), y+1, math.Max(x(to)-x(s.At), 0.5), breakerRow-2, breakerFill(s.State), html.EscapeString(app), br, s.State)
 			}
 			rowIdx++
 		}
@@ -185,9 +185,9 @@ func (r *Report) WriteChart(w io.Writer) error {
 	for i, e := range r.Events {
 		ex := x(e.At)
 		p(`<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#495057" stroke-dasharray="2,3"><title>%s</title></line>`+"\n",
-			ex, ex, panels[0].top, last.top+last.h, esc(e.Text))
+			ex, ex, panels[0].top, last.top+last.h, html.EscapeString(e.Text))
 		p(`<text x="%.1f" y="%.1f" text-anchor="middle" font-size="9" fill="#495057">%d<title>%s</title></text>`+"\n",
-			ex, panels[0].top+10+float64(i%3)*10, i+1, esc(e.Text))
+			ex, panels[0].top+10+float64(i%3)*10, i+1, html.EscapeString(e.Text))
 	}
 
 	// Time axis.
@@ -227,7 +227,7 @@ func legend(b *strings.Builder, top float64, labels, colours []string) {
 		w := 7*float64(len(labels[i])) + 18
 		xr -= w
 		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/><text x="%.1f" y="%.1f">%s</text>`+"\n",
-			xr, top-14, colours[i], xr+13, top-5, esc(labels[i]))
+			xr, top-14, colours[i], xr+13, top-5, html.EscapeString(labels[i]))
 	}
 }
 
@@ -264,5 +264,3 @@ func tickCount(peak float64) int {
 	}
 	return 4
 }
-
-func esc(s string) string { return html.EscapeString(s) }
