@@ -10,7 +10,10 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Retry pacing of a create: the first retry waits retryBase, each later
@@ -120,6 +123,28 @@ func lookup(ctx context.Context, c *http.Client, base, code, url string, timeout
 	default:
 		r.Outcome, r.Err = Failed, fmt.Sprintf("%s: %d%s, want %d", what, a.status, source(a.status, a.servedBy), want)
 	}
+}
+
+// lookupAll looks every link up through base, as the load does, with a
+// few workers and returns, by code, why one did not redirect to its URL
+// ("" when it did).
+func lookupAll(ctx context.Context, c *http.Client, base string, links []Link, timeout time.Duration) map[string]string {
+	out := make(map[string]string, len(links))
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(8)
+	for _, l := range links {
+		g.Go(func() error {
+			var res Result
+			lookup(ctx, c, base, l.Code, l.URL, timeout, &res)
+			mu.Lock()
+			defer mu.Unlock()
+			out[l.Code] = res.Err
+			return nil
+		})
+	}
+	g.Wait()
+	return out
 }
 
 // source says who gave an error answer: an app names itself in

@@ -10,12 +10,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
-	"time"
 
 	"shortener/stack"
-
-	"golang.org/x/sync/errgroup"
 )
 
 // The ledger counts what was sent against what was stored. Dashboards
@@ -121,7 +117,7 @@ func (Creates) Open(_ context.Context, env *Env) (Settle, error) {
 		if err != nil {
 			return Entry{}, fmt.Errorf("query idempotency keys: %w", err)
 		}
-		resolved := resolveAll(ctx, env.Client, env.Target.BaseURL, acked, env.Config.Timeout)
+		resolved := lookupAll(ctx, env.Client, env.Target.BaseURL, acked, env.Config.Timeout)
 		return checkCreates(run.Results, stored, keys, resolved), nil
 	}, nil
 }
@@ -259,26 +255,4 @@ func queryPairsIn[V any](ctx context.Context, db *sql.DB, query string, keys []s
 		maps.Copy(out, m)
 	}
 	return out, nil
-}
-
-// resolveAll looks every link up through base, as the load does, with a
-// few workers and returns, by code, why one did not redirect to its URL
-// ("" when it did).
-func resolveAll(ctx context.Context, c *http.Client, base string, links []Link, timeout time.Duration) map[string]string {
-	out := make(map[string]string, len(links))
-	var mu sync.Mutex
-	var g errgroup.Group
-	g.SetLimit(8)
-	for _, l := range links {
-		g.Go(func() error {
-			var res Result
-			lookup(ctx, c, base, l.Code, l.URL, timeout, &res)
-			mu.Lock()
-			defer mu.Unlock()
-			out[l.Code] = res.Err
-			return nil
-		})
-	}
-	g.Wait()
-	return out
 }

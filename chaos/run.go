@@ -199,24 +199,16 @@ const setupRate = 80
 // starts with all links in Redis (redis-down leaves Redis empty) and in
 // both apps' L1.
 func (r *Runner) prime(ctx context.Context) error {
-	var failed atomic.Int64
-	var g errgroup.Group // every lookup runs; Wait returns the first error
-	g.SetLimit(4 * len(r.t.Apps))
+	var failed []string
 	for _, a := range r.t.Apps {
-		for _, l := range r.links {
-			g.Go(func() error {
-				var res Result
-				lookup(ctx, r.client, a.URL, l.Code, l.URL, r.cfg.Timeout, &res)
-				if res.Outcome == OK {
-					return nil
-				}
-				failed.Add(1)
-				return errors.New(res.Err)
-			})
+		for _, why := range lookupAll(ctx, r.client, a.URL, r.links, r.cfg.Timeout) {
+			if why != "" {
+				failed = append(failed, why)
+			}
 		}
 	}
-	if err := g.Wait(); err != nil {
-		return fmt.Errorf("prime: %d lookups failed; first: %w", failed.Load(), err)
+	if len(failed) > 0 {
+		return fmt.Errorf("prime: %d lookups failed; one: %s", len(failed), failed[0])
 	}
 	return nil
 }
