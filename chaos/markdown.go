@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -104,20 +104,17 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 	}
 
 	p("\n## Timeline\n\nNumbered as on the chart's dashed lines.\n\n| # | at | event |\n|---|---|---|\n")
-	events := append([]Event(nil), r.Events...)
-	for _, ph := range r.Phases[1:] {
-		events = append(events, Event{At: ph.Window.From, Text: ph.Name + " phase begins"})
-	}
-	sort.SliceStable(events, func(i, j int) bool { return events[i].At < events[j].At })
-	n := 0
-	for _, e := range events {
-		num := ""
-		if !strings.HasSuffix(e.Text, " phase begins") {
-			n++
-			num = fmt.Sprint(n)
+	phases := r.Phases[1:]
+	begins := func(before time.Duration) { // the phases that began before, unnumbered
+		for ; len(phases) > 0 && phases[0].Window.From < before; phases = phases[1:] {
+			p("|  | %.2f s | %s phase begins |\n", phases[0].Window.From.Seconds(), phases[0].Name)
 		}
-		p("| %s | %.2f s | %s |\n", num, e.At.Seconds(), e.Text)
 	}
+	for i, e := range r.Events { // in time order, as buildReport sorted them
+		begins(e.At)
+		p("| %d | %.2f s | %s |\n", i+1, e.At.Seconds(), e.Text)
+	}
+	begins(math.MaxInt64)
 
 	p("\n## Breaker transitions\n\nFrom `shortener_breaker_transitions_total{breaker,from,to}` on each app's /metrics; a transition happened at or up to one scrape interval before the time shown.\n\n")
 	if len(r.Transitions) == 0 {
