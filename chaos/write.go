@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,15 +80,19 @@ func WriteSummary(dir string) error {
 
 // summaryTable renders the table with its markers. Besides the fixed
 // columns it has one for every ledger figure that names a Column, in the
-// order the reports first show them.
+// order the reports first show them: "not checked" where a report's
+// ledger was not, "–" where no account of it reported one.
 func summaryTable(reports []*Report) string {
 	var cols []string
-	for _, r := range reports {
+	cells := make([]map[string]string, len(reports)) // per report, by column
+	for i, r := range reports {
+		cells[i] = map[string]string{}
 		for _, e := range r.Ledger {
 			for _, f := range e.Figures {
 				if f.Column != "" && !slices.Contains(cols, f.Column) {
 					cols = append(cols, f.Column)
 				}
+				cells[i][f.Column] = f.Value
 			}
 		}
 	}
@@ -96,7 +101,7 @@ func summaryTable(reports []*Report) string {
 	head := append(append([]string{"scenario", "DESIGN.md row", "requests", "failed", "unknown"}, cols...),
 		"p99 in fault", "max in fault", "failover", "recovery", "row")
 	fmt.Fprintf(&b, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
-	for _, r := range reports {
+	for i, r := range reports {
 		t := r.Total.All
 		fault := r.Phases[2].All.Latency
 		failover := "–"
@@ -110,13 +115,16 @@ func summaryTable(reports []*Report) string {
 		if r.RecoveryWhat != "" {
 			recovery = optMS(r.Recovery)
 		}
-		verdict := "holds"
+		verdict, missing := "holds", "–"
 		if !r.Holds {
 			verdict = "**does not hold**"
 		}
+		if r.LedgerError != "" {
+			missing = "not checked"
+		}
 		row := []string{fmt.Sprintf("[%s](%s.md)", r.Scenario, r.Scenario), r.Fault, fmt.Sprint(t.Sent), fmt.Sprint(t.Failed), unknownCell(t.Counts)}
 		for _, col := range cols {
-			row = append(row, ledgerCell(r, col))
+			row = append(row, cmp.Or(cells[i][col], missing))
 		}
 		row = append(row, ms(fault.P99), ms(fault.Max), failover, recovery, verdict)
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
@@ -128,20 +136,4 @@ func summaryTable(reports []*Report) string {
 		"the first create after MySQL's return).\n")
 	b.WriteString(summaryEnd + "\n")
 	return b.String()
-}
-
-// ledgerCell is the value of the figure shown in column col, "not
-// checked" when the ledger was not, "–" when no account reported it.
-func ledgerCell(r *Report, col string) string {
-	for _, e := range r.Ledger {
-		for _, f := range e.Figures {
-			if f.Column == col {
-				return f.Value
-			}
-		}
-	}
-	if r.LedgerError != "" {
-		return "not checked"
-	}
-	return "–"
 }
