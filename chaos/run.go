@@ -163,10 +163,9 @@ func (r *Runner) Setup(ctx context.Context) error {
 		return fmt.Errorf("setup: %w", err)
 	}
 	apps := r.t.Apps
-	r.links = make([]Link, r.cfg.Links)
-	errs := make([]error, r.cfg.Links)
+	links := make([]Link, r.cfg.Links)
 	pace := rate.NewLimiter(rate.Limit(setupRate*len(apps)), 1)
-	var g errgroup.Group
+	var g errgroup.Group // every create runs; Wait returns the first error
 	g.SetLimit(8)
 	var err error // the pace's: the run's context ended, or would first
 	for i := range r.cfg.Links {
@@ -177,18 +176,17 @@ func (r *Runner) Setup(ctx context.Context) error {
 			res := Result{Kind: Create, URL: fmt.Sprintf("https://chaos.example/%s/links/%d", r.cfg.RunID, i),
 				Key: fmt.Sprintf("%s-links-%d", r.cfg.RunID, i)}
 			create(ctx, r.client, apps[i%len(apps)].URL, r.cfg.Timeout, r.cfg.CreateAttempts, time.Now(), &res)
+			links[i] = Link{Code: res.Code, URL: res.URL}
 			if res.Outcome != OK {
-				errs[i] = fmt.Errorf("create link %d: %s", i, res.Err)
-				return nil
+				return fmt.Errorf("create link %d: %s", i, res.Err)
 			}
-			r.links[i] = Link{Code: res.Code, URL: res.URL}
 			return nil
 		})
 	}
-	g.Wait()
-	if err := errors.Join(append(errs, err)...); err != nil {
+	if err := errors.Join(g.Wait(), err); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
+	r.links = links
 	return nil
 }
 
