@@ -102,8 +102,8 @@ func (r *Report) WriteChart(w io.Writer) error {
 	peak = niceCeil(peak * 1.1)
 	yT := func(v float64) float64 { return th.top + th.h - th.h*v/peak }
 	yTicks(&b, peak, tickCount(peak), yT, func(v float64) string { return fmt.Sprintf("%.0f/s", v) })
-	p("%s\n", polyline(r.Seconds, xs, func(s Second) float64 { return yT(float64(s.Sent)) }, colSent, "3,2"))
-	p("%s\n", polyline(r.Seconds, xs, func(s Second) float64 { return yT(float64(s.Succeeded)) }, colOK, ""))
+	polyline(&b, r.Seconds, xs, func(s Second) float64 { return yT(float64(s.Sent)) }, colSent, "3,2")
+	polyline(&b, r.Seconds, xs, func(s Second) float64 { return yT(float64(s.Succeeded)) }, colOK, "")
 	legend(&b, th.top, []string{"due (sent)", "answered as wanted"}, []string{colSent, colOK})
 
 	// Latency, log scale from 0.5 ms to the client timeout: a p50 of one
@@ -127,9 +127,9 @@ func (r *Report) WriteChart(w io.Writer) error {
 		return func(s Second) float64 { return yL(float64(f(s)) / 1e6) }
 	}
 	answered := slices.DeleteFunc(slices.Clone(r.Seconds), func(s Second) bool { return s.Max == 0 })
-	p("%s\n", polyline(answered, xs, lat(func(s Second) time.Duration { return s.Max }), colMax, "1,2"))
-	p("%s\n", polyline(answered, xs, lat(func(s Second) time.Duration { return s.P99 }), colP99, ""))
-	p("%s\n", polyline(answered, xs, lat(func(s Second) time.Duration { return s.P50 }), colP50, ""))
+	polyline(&b, answered, xs, lat(func(s Second) time.Duration { return s.Max }), colMax, "1,2")
+	polyline(&b, answered, xs, lat(func(s Second) time.Duration { return s.P99 }), colP99, "")
+	polyline(&b, answered, xs, lat(func(s Second) time.Duration { return s.P50 }), colP50, "")
 	legend(&b, lt.top, []string{"p50", "p99", "max"}, []string{colP50, colP99, colMax})
 
 	// Errors per second, as bars: failed below unknown. Bars, not lines,
@@ -205,10 +205,7 @@ func (r *Report) WriteChart(w io.Writer) error {
 }
 
 // polyline draws the seconds as a line through their middles.
-func polyline(secs []Second, xs func(float64) float64, y func(Second) float64, colour, dash string) string {
-	if len(secs) == 0 {
-		return ""
-	}
+func polyline(b *strings.Builder, secs []Second, xs func(float64) float64, y func(Second) float64, colour, dash string) {
 	pts := make([]string, len(secs))
 	for i, s := range secs {
 		pts[i] = fmt.Sprintf("%.1f,%.1f", xs(float64(s.T)+0.5), y(s))
@@ -217,7 +214,7 @@ func polyline(secs []Second, xs func(float64) float64, y func(Second) float64, c
 	if dash != "" {
 		d = fmt.Sprintf(` stroke-dasharray="%s"`, dash)
 	}
-	return fmt.Sprintf(`<polyline fill="none" stroke="%s" stroke-width="1.5"%s points="%s"/>`, colour, d, strings.Join(pts, " "))
+	fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="1.5"%s points="%s"/>`+"\n", colour, d, strings.Join(pts, " "))
 }
 
 // legend draws coloured labels right-aligned above a panel.
