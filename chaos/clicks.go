@@ -118,7 +118,7 @@ func waitShipped(ctx context.Context, db *sql.DB, t time.Time) error {
 
 // storedClicks returns the clicks MySQL holds for each link, by code.
 func storedClicks(ctx context.Context, db *sql.DB, links []Link) (map[string]int64, error) {
-	codes := make([]string, len(links))
+	codes := make([]any, len(links))
 	for i, l := range links {
 		codes[i] = l.Code
 	}

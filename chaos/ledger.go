@@ -104,7 +104,7 @@ func (Creates) Open(_ context.Context, env *Env) (Settle, error) {
 		if err != nil {
 			return Entry{}, fmt.Errorf("query links: %w", err)
 		}
-		var sent []string
+		var sent []any // keys
 		var acked []Link
 		for _, r := range run.Results {
 			if r.Kind == Create && r.Outcome == OK {
@@ -241,14 +241,10 @@ func queryPairs[V any](ctx context.Context, db *sql.DB, query string, args ...an
 
 // queryPairsIn is queryPairs for a query whose "IN (%s)" it fills with
 // placeholders for up to 500 of keys at a time.
-func queryPairsIn[V any](ctx context.Context, db *sql.DB, query string, keys []string) (map[string]V, error) {
+func queryPairsIn[V any](ctx context.Context, db *sql.DB, query string, keys []any) (map[string]V, error) {
 	out := make(map[string]V, len(keys))
 	for chunk := range slices.Chunk(keys, 500) {
-		args := make([]any, len(chunk))
-		for i, k := range chunk {
-			args[i] = k
-		}
-		m, err := queryPairs[V](ctx, db, fmt.Sprintf(query, "?"+strings.Repeat(",?", len(chunk)-1)), args...)
+		m, err := queryPairs[V](ctx, db, fmt.Sprintf(query, "?"+strings.Repeat(",?", len(chunk)-1)), chunk...)
 		if err != nil {
 			return nil, err
 		}
