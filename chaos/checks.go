@@ -98,15 +98,15 @@ func Failover(from, what string) Measure {
 }
 
 // BackOnRedis times, per app, how long after Redis was available again
-// (markRedisBack) its Redis hits and fills moved again, and takes the
-// slowest app's key counter as the recovery: keyFillsOK when writes must
-// reach the (new) master, keyHits when reads must be answered by Redis.
-// With within > 0 it checks the recovery against it (plus one scrape
-// interval, the reading's resolution).
-func BackOnRedis(key string, within time.Duration) Measure {
+// (the mark from: a promotion, or markRedisBack) its Redis hits and fills
+// moved again, and takes the slowest app's key counter as the recovery:
+// keyFillsOK when writes must reach the (new) master, keyHits when reads
+// must be answered by Redis. With within > 0 it checks the recovery
+// against it (plus one scrape interval, the reading's resolution).
+func BackOnRedis(from, key string, within time.Duration) Measure {
 	return func(r *Run) []Check {
 		rep := r.Report
-		ref, ok := r.Marks[markRedisBack]
+		ref, ok := r.Marks[from]
 		if !ok {
 			return nil
 		}

@@ -59,7 +59,7 @@ func syntheticRun(t *testing.T) reportInput {
 	run := &Run{
 		Config: DefaultConfig(), Scenario: sc, Results: results, Samples: samples, Apps: []string{"app1"},
 		Phases: []Window{{0, 5 * time.Second}, {5 * time.Second, 10 * time.Second}, {10 * time.Second, 20 * time.Second}, {20 * time.Second, 30 * time.Second}},
-		Marks:  map[string]time.Duration{markMasterGone: 10 * time.Second, markPromoted: 12 * time.Second, markRedisBack: 12 * time.Second},
+		Marks:  map[string]time.Duration{markMasterGone: 10 * time.Second, markPromoted: 12 * time.Second},
 	}
 	return reportInput{
 		run: run, began: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),

@@ -64,7 +64,7 @@ type Event struct {
 // from.
 const (
 	markPromoted      = "promoted"   // the sentinels named a new master that reports role master
-	markRedisBack     = "redis_back" // Redis is available again: the moment "back on Redis" is timed from
+	markRedisBack     = "redis_back" // all Redis nodes restarted (redis-down)
 	markAppReady      = "ready:"     // + app: the restarted (or thawed) app is back
 	markMySQLBack     = "mysql_back" // MariaDB restarted and ready
 	markSentBack      = "sentinels_back"
@@ -112,14 +112,13 @@ func (s *Scene) watchPromotion(ctx context.Context, old *stack.Proc, mark string
 	return wait
 }
 
-// healOldMaster waits for the sentinels' promotion, takes it as the moment
-// Redis is back, then brings the old master back with fix and notes it
-// (format gets the master's name). A healed master must not restart
-// before the sentinels have named its successor: it would ask them who the
-// master is and hear its own name. When no promotion comes, healAnyway
-// says whether the old master is still brought back (a frozen or cut-off
-// master must be, or it stays broken for the next scenario); the wait's
-// error is returned either way.
+// healOldMaster waits for the sentinels' promotion, then brings the old
+// master back with fix and notes it (format gets the master's name). A
+// healed master must not restart before the sentinels have named its
+// successor: it would ask them who the master is and hear its own name.
+// When no promotion comes, healAnyway says whether the old master is
+// still brought back (a frozen or cut-off master must be, or it stays
+// broken for the next scenario); the wait's error is returned either way.
 func (s *Scene) healOldMaster(ctx context.Context, healAnyway bool, fix func(context.Context) error, format string) error {
 	if s.master == nil {
 		return errNotInjected
@@ -128,7 +127,6 @@ func (s *Scene) healOldMaster(ctx context.Context, healAnyway bool, fix func(con
 	if werr != nil && !healAnyway {
 		return werr
 	}
-	s.copyMark(markPromoted, markRedisBack)
 	if err := fix(ctx); err != nil {
 		return err
 	}
@@ -146,15 +144,6 @@ func (s *Scene) waitPromotion() (*stack.Proc, error) {
 		return nil, errNotInjected
 	}
 	return s.promotion()
-}
-
-// copyMark notes under to the moment noted under from, if any.
-func (s *Scene) copyMark(from, to string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if at, ok := s.marks[from]; ok {
-		s.marks[to] = at
-	}
 }
 
 // pause waits d, or until ctx ends: a step of a schedule (a fault's, the

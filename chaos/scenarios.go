@@ -19,7 +19,7 @@ const freezeFor = 10 * time.Second
 // the baseline first, as the yardstick, and MySQL last.
 func Scenarios() []Scenario {
 	masterChecks := func(within time.Duration) []Measure {
-		return []Measure{Failover(markMasterGone, "the master was taken away"), BackOnRedis(keyFillsOK, within),
+		return []Measure{Failover(markMasterGone, "the master was taken away"), BackOnRedis(markPromoted, keyFillsOK, within),
 			MySQLBounded, AnsweredWithoutMySQL(0.95), BreakersClosed}
 	}
 	return []Scenario{
@@ -99,7 +99,7 @@ func Scenarios() []Scenario {
 				s.Note(markRedisBack, "restarted all Redis nodes, %s as master", s.master.Name)
 				return nil
 			},
-			Checks: []Measure{BackOnRedis(keyHits, 0), MySQLBounded, BreakersClosed},
+			Checks: []Measure{BackOnRedis(markRedisBack, keyHits, 0), MySQLBounded, BreakersClosed},
 		},
 		{
 			Name:   "sentinels-minority",
@@ -135,7 +135,7 @@ func Scenarios() []Scenario {
 				return s.healOldMaster(ctx, false, s.master.Restart, "restarted %s; it rejoins as a replica")
 			},
 			Checks: []Measure{Failover(markSentBack, "the sentinels were back (quorum restored)"), PromotedAfterQuorum(5 * time.Second),
-				BackOnRedis(keyFillsOK, 0), BreakersClosed},
+				BackOnRedis(markPromoted, keyFillsOK, 0), BreakersClosed},
 		},
 		{
 			Name:  "master-and-app",
@@ -149,7 +149,6 @@ func Scenarios() []Scenario {
 				if _, err := s.waitPromotion(); err != nil {
 					return err
 				}
-				s.copyMark(markPromotedAgain, markRedisBack)
 				for _, p := range slices.DeleteFunc(s.Stack.Redis(), (*stack.Proc).Running) { // the two killed
 					if err := p.Restart(ctx); err != nil {
 						return err
@@ -159,7 +158,7 @@ func Scenarios() []Scenario {
 				return nil
 			},
 			Checks: []Measure{Failover(markMasterGone, "the master and app1 were killed"), SecondFailover,
-				BackOnRedis(keyFillsOK, time.Second), AppServes, BreakersClosed},
+				BackOnRedis(markPromotedAgain, keyFillsOK, time.Second), AppServes, BreakersClosed},
 			Waive: []string{"creates"},
 		},
 		{
