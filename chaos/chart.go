@@ -159,21 +159,19 @@ func (r *Report) WriteChart(w io.Writer) error {
 	// error panels above moved (or did not). Grey is a failed scrape: the
 	// app was down or frozen.
 	bt := panels[3]
-	rowIdx := 0
-	for _, app := range appOrder {
-		for _, br := range []string{"read", "write"} {
-			y := bt.top + float64(rowIdx)*breakerRow
+	for i, app := range appOrder {
+		for j, br := range []string{"read", "write"} {
+			y := bt.top + float64(2*i+j)*breakerRow
 			p(`<text x="%d" y="%.1f" text-anchor="end">%s %s</text>`+"\n", chartLeft-4, y+breakerRow-3, html.EscapeString(app), br)
 			states := slices.DeleteFunc(slices.Clone(r.BreakerStates), func(s BreakerState) bool { return s.App != app || s.Breaker != br })
-			for i, s := range states {
+			for k, s := range states {
 				to := end
-				if i+1 < len(states) {
-					to = states[i+1].At
+				if k+1 < len(states) {
+					to = states[k+1].At
 				}
 				p(`<rect x="%.1f" y="%.1f" width="%.1f" height="%d" fill="%s"><title>%s %s: %s</title></rect>`+"\n",
 					x(s.At), y+1, math.Max(x(to)-x(s.At), 0.5), breakerRow-2, breakerFill(s.State), html.EscapeString(app), br, s.State)
 			}
-			rowIdx++
 		}
 	}
 	legend(&b, bt.top, []string{"closed", "open", "half-open", "app down"},
