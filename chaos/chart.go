@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"html"
-	"io"
 	"math"
 	"slices"
 	"strings"
@@ -39,10 +38,10 @@ func breakerFill(state string) string {
 	return cmp.Or(fills[state], "#e9ecef")
 }
 
-// WriteChart draws r as an SVG: throughput, latency (log scale), errors
+// chart draws r as an SVG: throughput, latency (log scale), errors
 // per second and each app's breaker states, all over the run's time, with
 // the fault phase shaded and the run's events marked.
-func (r *Report) WriteChart(w io.Writer) error {
+func (r *Report) chart() string {
 	end := r.Phases[len(r.Phases)-1].Window.To
 	secs := end.Seconds()
 	x := func(d time.Duration) float64 { return chartLeft + plotW*d.Seconds()/secs }
@@ -198,8 +197,7 @@ func (r *Report) WriteChart(w io.Writer) error {
 	p(`<text x="%d" y="%.1f" fill="#495057">shaded: fault phase (%.1f s to %.1f s); numbered lines: events of the timeline, in order</text>`+"\n",
 		chartLeft, axisY+34, fault.From.Seconds(), fault.To.Seconds())
 	p("</svg>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+	return b.String()
 }
 
 // polyline draws the seconds as a line through their middles.

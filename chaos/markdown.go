@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"fmt"
-	"io"
 	"maps"
 	"math"
 	"slices"
@@ -14,9 +13,9 @@ import (
 // JSON has all of them.
 const maxListed = 15
 
-// WriteMarkdown writes r as a Markdown page that embeds chart (the SVG's
-// file name, relative to the page).
-func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
+// markdown renders r as a Markdown page that embeds chart (the SVG's file
+// name, relative to the page).
+func (r *Report) markdown(chart string) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 
@@ -162,8 +161,7 @@ func (r *Report) WriteMarkdown(w io.Writer, chart string) error {
 			p("- %s\n", n)
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return b.String()
 }
 
 // Failures lists the required checks that failed and the run's errors:

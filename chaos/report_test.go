@@ -98,20 +98,13 @@ func TestReportOfAFailedRun(t *testing.T) {
 		t.Errorf("transitions %+v from samples without transition counters, want none", rep.Transitions)
 	}
 
-	var md bytes.Buffer
-	if err := rep.WriteMarkdown(&md, "kill-master.svg"); err != nil {
-		t.Fatal(err)
-	}
+	md := rep.markdown("kill-master.svg")
 	for _, want := range []string{"does not hold", "| lost (acknowledged, no row) | 1 |", "lost: `cq` kq https://x/q", "![", "kill-master.svg"} {
-		if !strings.Contains(md.String(), want) {
+		if !strings.Contains(md, want) {
 			t.Errorf("Markdown lacks %q", want)
 		}
 	}
-	var svg bytes.Buffer
-	if err := rep.WriteChart(&svg); err != nil {
-		t.Fatal(err)
-	}
-	checkXML(t, svg.Bytes())
+	checkXML(t, []byte(rep.chart()))
 }
 
 // checkXML fails unless b is well-formed XML: a browser shows nothing of

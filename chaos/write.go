@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -15,12 +14,11 @@ import (
 
 // WriteFiles writes r into dir as <scenario>.md, .json and .svg.
 func WriteFiles(dir string, r *Report) error {
-	var md, svg bytes.Buffer
 	js, err := json.MarshalIndent(r, "", "  ")
-	err = errors.Join(err, r.WriteMarkdown(&md, r.Scenario+".svg"), r.WriteChart(&svg), os.MkdirAll(dir, 0o755))
-	for ext, b := range map[string][]byte{".md": md.Bytes(), ".svg": svg.Bytes(), ".json": append(js, '\n')} {
+	err = errors.Join(err, os.MkdirAll(dir, 0o755))
+	for ext, s := range map[string]string{".md": r.markdown(r.Scenario + ".svg"), ".svg": r.chart(), ".json": string(js) + "\n"} {
 		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, r.Scenario+ext), b, 0o644)
+			err = os.WriteFile(filepath.Join(dir, r.Scenario+ext), []byte(s), 0o644)
 		}
 	}
 	if err != nil {
