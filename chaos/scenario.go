@@ -112,26 +112,53 @@ func (s *Scene) watchPromotion(ctx context.Context, old *stack.Proc, mark string
 	return wait
 }
 
-// healOldMaster waits for the sentinels' promotion, then brings the old
-// master back with fix and notes it (format gets the master's name). A
-// healed master must not restart before the sentinels have named its
-// successor: it would ask them who the master is and hear its own name.
-// When no promotion comes, healAnyway says whether the old master is
-// still brought back (a frozen or cut-off master must be, or it stays
-// broken for the next scenario); the wait's error is returned either way.
-func (s *Scene) healOldMaster(ctx context.Context, healAnyway bool, fix func(context.Context) error, format string) error {
-	if s.master == nil {
-		return errNotInjected
+// takeMasterWith returns an Inject that takes the current master away
+// with do, notes it under markMasterGone (format gets its name), and
+// watches for its successor.
+func takeMasterWith(format string, do func(*stack.Proc, context.Context) error) func(context.Context, *Scene) error {
+	return func(ctx context.Context, s *Scene) error {
+		m, err := s.takeMaster(ctx)
+		if err != nil {
+			return err
+		}
+		s.Note(markMasterGone, format, m.Name)
+		if err := do(m, ctx); err != nil {
+			return err
+		}
+		s.promotion = s.watchPromotion(ctx, m, markPromoted)
+		return nil
 	}
-	_, werr := s.waitPromotion()
-	if werr != nil && !healAnyway {
+}
+
+// healOldMaster returns a Heal that waits for the sentinels' promotion,
+// then brings the old master back with fix and notes it (format gets the
+// master's name). A healed master must not restart before the sentinels
+// have named its successor: it would ask them who the master is and hear
+// its own name. When no promotion comes, healAnyway says whether the old
+// master is still brought back (a frozen or cut-off master must be, or it
+// stays broken for the next scenario); the wait's error is returned
+// either way.
+func healOldMaster(healAnyway bool, fix func(*stack.Proc, context.Context) error, format string) func(context.Context, *Scene) error {
+	return func(ctx context.Context, s *Scene) error {
+		if s.master == nil {
+			return errNotInjected
+		}
+		_, werr := s.waitPromotion()
+		if werr != nil && !healAnyway {
+			return werr
+		}
+		if err := fix(s.master, ctx); err != nil {
+			return err
+		}
+		s.Note("", format, s.master.Name)
 		return werr
 	}
-	if err := fix(ctx); err != nil {
-		return err
-	}
-	s.Note("", format, s.master.Name)
-	return werr
+}
+
+// noCtx adapts a process control that takes no context to the ones that
+// do, for takeMasterWith and healOldMaster.
+func noCtx(f func(*stack.Proc) error) func(*stack.Proc, context.Context) error {
+	return func(p *stack.Proc, _ context.Context) error { return f(p) }
 }
 
 // errNotInjected is a heal's error when its fault never happened: the run

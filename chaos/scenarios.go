@@ -36,12 +36,8 @@ func Scenarios() []Scenario {
 			Fault:  "Redis master SIGKILL",
 			Expect: "redirects 0 failed, back on Redis within 1 s of the new master; creates 0 failed, 0 lost",
 			Does:   "SIGKILL the Redis master; wait for the sentinels to promote a replica; at the end of the fault phase restart the old master (it rejoins as a replica)",
-			Inject: func(ctx context.Context, s *Scene) error {
-				return s.takeMasterWith(ctx, "SIGKILL %s (master)", func(m *stack.Proc) error { return m.Kill() })
-			},
-			Heal: func(ctx context.Context, s *Scene) error {
-				return s.healOldMaster(ctx, false, s.master.Restart, "restarted %s; it rejoins as a replica")
-			},
+			Inject: takeMasterWith("SIGKILL %s (master)", noCtx((*stack.Proc).Kill)),
+			Heal:   healOldMaster(false, (*stack.Proc).Restart, "restarted %s; it rejoins as a replica"),
 			Checks: masterChecks(time.Second),
 		},
 		{
@@ -49,12 +45,8 @@ func Scenarios() []Scenario {
 			Fault:  "Redis master frozen (SIGSTOP)",
 			Expect: "redirects 0 failed, no request waits more than one Redis deadline; creates 0 failed, 0 lost",
 			Does:   "SIGSTOP the Redis master (its sockets stay open, nothing answers); wait for the promotion; at the end of the fault phase SIGCONT it (the sentinels demote it to a replica)",
-			Inject: func(ctx context.Context, s *Scene) error {
-				return s.takeMasterWith(ctx, "SIGSTOP %s (master)", func(m *stack.Proc) error { return m.Stop() })
-			},
-			Heal: func(ctx context.Context, s *Scene) error {
-				return s.healOldMaster(ctx, true, func(context.Context) error { return s.master.Cont() }, "SIGCONT %s")
-			},
+			Inject: takeMasterWith("SIGSTOP %s (master)", noCtx((*stack.Proc).Stop)),
+			Heal:   healOldMaster(true, noCtx((*stack.Proc).Cont), "SIGCONT %s"),
 			Checks: append(masterChecks(0), WithinOneDeadline),
 		},
 		{
@@ -62,12 +54,8 @@ func Scenarios() []Scenario {
 			Fault:  "Redis master black-holed",
 			Expect: "redirects 0 failed, no request waits more than one Redis deadline; creates 0 failed, 0 lost",
 			Does:   "drop every packet to the Redis master's port with iptables (connections hang, nothing is refused); wait for the promotion; at the end of the fault phase remove the rule",
-			Inject: func(ctx context.Context, s *Scene) error {
-				return s.takeMasterWith(ctx, "partition %s (master): its port drops every packet", func(m *stack.Proc) error { return m.Partition(ctx) })
-			},
-			Heal: func(ctx context.Context, s *Scene) error {
-				return s.healOldMaster(ctx, true, s.master.Heal, "healed %s")
-			},
+			Inject: takeMasterWith("partition %s (master): its port drops every packet", (*stack.Proc).Partition),
+			Heal:   healOldMaster(true, (*stack.Proc).Heal, "healed %s"),
 			Checks: append(masterChecks(0), WithinOneDeadline),
 		},
 		{
@@ -132,7 +120,7 @@ func Scenarios() []Scenario {
 				}
 				s.Note(markSentBack, "restarted %s and %s: quorum is back", sent[1].Name, sent[2].Name)
 				s.promotion = s.watchPromotion(ctx, s.master, markPromoted)
-				return s.healOldMaster(ctx, false, s.master.Restart, "restarted %s; it rejoins as a replica")
+				return healOldMaster(false, (*stack.Proc).Restart, "restarted %s; it rejoins as a replica")(ctx, s)
 			},
 			Checks: []Measure{Failover(markSentBack, "the sentinels were back (quorum restored)"), PromotedAfterQuorum(5 * time.Second),
 				BackOnRedis(markPromoted, keyFillsOK, 0), BreakersClosed},
@@ -171,9 +159,7 @@ func Scenarios() []Scenario {
 				s.Note("", "SIGKILL %s", a.Name)
 				return a.Kill()
 			},
-			Heal: func(ctx context.Context, s *Scene) error {
-				return s.restartApp(ctx, s.Stack.Apps()[0])
-			},
+			Heal:   func(ctx context.Context, s *Scene) error { return s.restartApp(ctx, s.Stack.Apps()[0]) },
 			Checks: []Measure{AppServes},
 			Waive:  []string{"creates"},
 		},
@@ -246,21 +232,6 @@ func Scenarios() []Scenario {
 			Waive: []string{"creates", "misses"},
 		},
 	}
-}
-
-// takeMasterWith takes the current master away with do, notes it under
-// markMasterGone (format gets its name), and watches for its successor.
-func (s *Scene) takeMasterWith(ctx context.Context, format string, do func(*stack.Proc) error) error {
-	m, err := s.takeMaster(ctx)
-	if err != nil {
-		return err
-	}
-	s.Note(markMasterGone, format, m.Name)
-	if err := do(m); err != nil {
-		return err
-	}
-	s.promotion = s.watchPromotion(ctx, m, markPromoted)
-	return nil
 }
 
 // masterAndApp injects the design card's own chaos run, as the
