@@ -154,7 +154,8 @@ type Load struct {
 	cfg    LoadConfig
 	client *http.Client
 	start  time.Time
-	stop   chan struct{}
+	pacing context.Context // ended by stop, not by ctx
+	stop   context.CancelFunc
 	done   chan struct{} // closed when the pacer has returned
 	wg     sync.WaitGroup
 	slots  chan struct{} // a token per request in flight, up to MaxInFlight
@@ -178,12 +179,14 @@ func StartLoad(ctx context.Context, cfg LoadConfig, client *http.Client) (*Load,
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("start load: %w", err)
 	}
+	pacing, stop := context.WithCancel(context.Background())
 	l := &Load{
 		ctx:      ctx,
 		cfg:      cfg,
 		client:   client,
 		start:    time.Now(),
-		stop:     make(chan struct{}),
+		pacing:   pacing,
+		stop:     stop,
 		done:     make(chan struct{}),
 		slots:    make(chan struct{}, cfg.MaxInFlight),
 		lastSeen: map[string]time.Time{},
@@ -205,23 +208,12 @@ func (l *Load) pace() {
 	if len(l.cfg.Links) >= 2 {
 		zipf = rand.NewZipf(rng, l.cfg.Zipf, 1, uint64(len(l.cfg.Links)-1))
 	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	for i := 0; ; i++ {
 		intended := time.Duration(float64(i) * float64(time.Second) / l.cfg.Rate)
-		if wait := time.Until(l.start.Add(intended)); wait > 0 {
-			timer.Reset(wait)
-			select {
-			case <-l.stop:
-				return
-			case <-timer.C:
-			}
-		} else {
-			select {
-			case <-l.stop:
-				return
-			default:
-			}
+		// An overdue request's pause ends at once, perhaps before a stop
+		// it raced with: Err sees that.
+		if pause(l.pacing, time.Until(l.start.Add(intended))) != nil || l.pacing.Err() != nil {
+			return
 		}
 		r := Result{Seq: i, Intended: intended, Link: -1}
 		switch x := rng.Float64(); {
@@ -314,7 +306,7 @@ func (l *Load) tick() string {
 // its timeouts), and returns every result in order of intended send time.
 // It returns early with what it has if ctx ends first.
 func (l *Load) Stop(ctx context.Context) ([]Result, error) {
-	close(l.stop)
+	l.stop()
 	<-l.done
 	waited := make(chan struct{})
 	go func() { l.wg.Wait(); close(waited) }()
