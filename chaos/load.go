@@ -166,8 +166,7 @@ type Load struct {
 	// each growth: the latency blips at the same run-relative seconds
 	// in every scenario (docs/chaos finding 11).
 	results  [][]Result
-	recent   []time.Duration // latencies completed since the last tick
-	recentN  [3]int          // ok, failed, unknown since the last tick
+	recent   tally // what completed since the last tick
 	lastSeen map[string]time.Time
 }
 
@@ -271,10 +270,7 @@ func (l *Load) record(r Result, now time.Time) {
 	}
 	last := &l.results[len(l.results)-1]
 	*last = append(*last, r)
-	if !r.Dropped {
-		l.recent = append(l.recent, r.Latency)
-	}
-	l.recentN[r.Outcome]++
+	l.recent.add(r)
 	if r.ServedBy != "" && r.Status > 0 && r.Status < 500 {
 		l.lastSeen[r.ServedBy] = now
 	}
@@ -294,12 +290,11 @@ func (l *Load) LastServed(app string) time.Time {
 // flight.
 func (l *Load) tick() string {
 	l.mu.Lock()
-	lat, n := l.recent, l.recentN
-	l.recent, l.recentN = nil, [3]int{}
+	t := l.recent
+	l.recent = tally{}
 	l.mu.Unlock()
-	slices.Sort(lat)
 	return fmt.Sprintf("%5d/s ok  %4d failed  %4d unknown  p99 %8s  in flight %d",
-		n[OK], n[Failed], n[Unknown], Percentile(lat, 0.99).Round(100*time.Microsecond), len(l.slots))
+		t.Succeeded, t.Failed, t.Unknown, t.stats().Latency.P99.Round(100*time.Microsecond), len(l.slots))
 }
 
 // Stop stops sending, waits for the requests in flight (each is bounded by
