@@ -209,25 +209,19 @@ func SlowestRedirectBelow(limit time.Duration) Measure {
 // against the bound L1 and singleflight set: per app, one per distinct
 // code per shortest L1 lifetime (plus two), and one per unknown code.
 func MySQLBounded(r *Run) []Check {
+	f := r.Fault()
 	codes := map[int]bool{}
-	misses := 0
 	for _, res := range r.Results {
-		if !r.Fault().contains(res.Intended) {
-			continue
-		}
-		switch res.Kind {
-		case Redirect:
+		if res.Kind == Redirect && f.contains(res.Intended) {
 			codes[res.Link] = true
-		case Miss:
-			misses++
 		}
 	}
+	misses := r.Report.Phases[2].Misses.Sent
 	// Per app and code: one fill per shortest L1 lifetime over the
 	// window the counter is read over (the fault, from the scrape
 	// before it), one more for the fill the window may open with, and
 	// one for the L1 the app drops when its invalidation channel
 	// resubscribes (Redis back).
-	f := r.Fault()
 	window := f.To - f.From + r.Config.ScrapeEvery
 	refills := math.Ceil(float64(window)/float64(cache.MinL1TTL(r.Config.L1TTL))) + 2
 	m := &r.Report.MySQL
