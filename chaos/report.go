@@ -47,7 +47,7 @@ type Report struct {
 	// (RedisBackAt) its Redis hits and fills moved again.
 	RedisBackAt *time.Duration `json:"redis_back_at_ns,omitempty"`
 	BackOnRedis []AppBack      `json:"back_on_redis,omitempty"`
-	// MySQL is the lookup path's MySQL queries over the fault phase.
+
 	MySQL MySQLLoad `json:"mysql"`
 
 	Transitions   []Transition   `json:"breaker_transitions"`
@@ -57,8 +57,6 @@ type Report struct {
 	Ledger      []Entry `json:"ledger"`
 	LedgerError string  `json:"ledger_error,omitempty"`
 
-	// Outage is, for mysql-down, how creates and misses were answered
-	// while MySQL was down.
 	Outage *Outage `json:"outage,omitempty"`
 
 	Errors  []ErrorCount `json:"errors"`
@@ -98,12 +96,12 @@ type AppBack struct {
 type MySQLLoad struct {
 	Lookups float64 `json:"lookups"`
 	Queries float64 `json:"queries"`
-	// Bound is the most queries L1 and singleflight allow: per app, one per
-	// distinct code per L1 TTL (plus one), and one per unknown code.
+	// Bound is the most queries L1 and singleflight allow (MySQLBounded).
 	Bound float64 `json:"bound"`
 }
 
-// Outage is how requests were answered while MySQL was down.
+// Outage is, for mysql-down, how requests were answered while MySQL was
+// down.
 type Outage struct {
 	Window Window `json:"window"`
 	// CreateStatus counts the final answers of creates due in the outage,
