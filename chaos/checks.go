@@ -365,11 +365,8 @@ func only(byStatus map[int]int, statuses ...int) bool {
 // BreakersClosed reports the breakers left open at the end of the run.
 func BreakersClosed(r *Run) []Check {
 	open := notClosed(slices.All(r.Report.BreakerStates))
-	got := "all closed"
-	if len(open) > 0 {
-		got = strings.Join(open, ", ")
-	}
-	return []Check{{ID: "breakers", What: "breakers closed again by the end of the run", Want: "all closed", Got: got, OK: len(open) == 0}}
+	return []Check{{ID: "breakers", What: "breakers closed again by the end of the run", Want: "all closed",
+		Got: cmp.Or(strings.Join(open, ", "), "all closed"), OK: len(open) == 0}}
 }
 
 // verdict settles the checks' requirements (waivers, timing) and whether
