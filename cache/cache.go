@@ -382,7 +382,7 @@ func (c *Cache) AddMany(ctx context.Context, links []shortener.Link) int {
 		case !c.write.breaker.IsClosed() || !c.write.allow():
 			skipped += len(batch)
 		default:
-			n, err := c.write.setLinks(ctx, batch, func(l shortener.Link) time.Duration { return c.redisTTL(l, now) }, "")
+			n, err := c.write.setLinks(ctx, batch, func(l shortener.Link) time.Duration { return c.redisTTL(l, now) }, nil)
 			if err != nil {
 				failed += len(batch)
 				c.log.Debug("redis bulk fill failed", "links", len(batch), "err", err)

@@ -130,46 +130,71 @@ func (c *Cache) enqueue(f fill) {
 	}
 }
 
-// writeFills sends queued fills to the master until ctx ends.
+// fillBatch caps the fills one script call carries. Under load fills
+// queue while a call is in flight, and the next call takes them together:
+// one round trip and one announcement (a message of space-separated codes
+// that every other instance wakes for once) instead of one per fill.
+const fillBatch = 128
+
+// writeFills sends queued fills to the master, all that are waiting in
+// one call, until ctx ends.
 func (c *Cache) writeFills(ctx context.Context) {
+	batch := make([]fill, 0, fillBatch)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case f := <-c.fills:
-			c.writeFill(ctx, f)
+			batch = append(batch[:0], f)
 		}
+	waiting:
+		for len(batch) < fillBatch {
+			select {
+			case f := <-c.fills:
+				batch = append(batch, f)
+			default:
+				break waiting
+			}
+		}
+		c.writeBatch(ctx, batch)
 	}
 }
 
-func (c *Cache) writeFill(ctx context.Context, f fill) {
-	l, now := f.link, c.now()
-	if l.Gone(now) || c.pending.has(l.Code) || c.gens.get(l.Code) != f.gen || now.Sub(f.read) > fillMaxAge {
-		// Gone, invalidated since it was read, or too old for the
-		// tombstones to guard: the fill is stale.
-		c.m.fills.WithLabelValues("skipped").Inc()
-		return
+// writeBatch sends the fills of batch that are still good.
+func (c *Cache) writeBatch(ctx context.Context, batch []fill) {
+	now := c.now()
+	links := make([]shortener.Link, 0, len(batch))
+	announce := make(map[string]bool, len(batch))
+	var skipped int
+	for _, f := range batch {
+		l := f.link
+		if l.Gone(now) || c.pending.has(l.Code) || c.gens.get(l.Code) != f.gen || now.Sub(f.read) > fillMaxAge {
+			// Gone, invalidated since it was read, or too old for the
+			// tombstones to guard: the fill is stale.
+			skipped++
+			continue
+		}
+		links = append(links, l)
+		announce[l.Code] = announce[l.Code] || f.announce
 	}
-	ttl := c.redisTTL(l, now)
-	if !c.write.breaker.IsClosed() || !c.write.allow() {
-		c.m.fills.WithLabelValues("skipped").Inc()
+	if len(links) > 0 && (!c.write.breaker.IsClosed() || !c.write.allow()) {
+		skipped, links = skipped+len(links), nil
+	}
+	c.m.fills.WithLabelValues("skipped").Add(float64(skipped))
+	if len(links) == 0 {
 		return
 	}
 	if c.beforeFillSend != nil {
-		c.beforeFillSend(l.Code)
+		for _, l := range links {
+			c.beforeFillSend(l.Code)
+		}
 	}
-	channel := ""
-	if f.announce {
-		channel = invalidationChannel
+	n, err := c.write.setLinks(ctx, links, func(l shortener.Link) time.Duration { return c.redisTTL(l, now) }, announce)
+	if err != nil {
+		c.m.fills.WithLabelValues("error").Add(float64(len(links)))
+		c.log.Debug("redis fill failed", "links", len(links), "first", links[0].Code, "err", err)
+		return
 	}
-	n, err := c.write.setLinks(ctx, []shortener.Link{l}, func(shortener.Link) time.Duration { return ttl }, channel)
-	switch {
-	case err != nil:
-		c.m.fills.WithLabelValues("error").Inc()
-		c.log.Debug("redis fill failed", "code", l.Code, "err", err)
-	case n == 0:
-		c.m.fills.WithLabelValues(fillDeleted).Inc()
-	default:
-		c.m.fills.WithLabelValues("ok").Inc()
-	}
+	c.m.fills.WithLabelValues("ok").Add(float64(n))
+	c.m.fills.WithLabelValues(fillDeleted).Add(float64(len(links) - n))
 }

@@ -3,6 +3,7 @@ package cache
 import (
 	"context"
 	"shortener"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,7 +11,9 @@ import (
 )
 
 // invalidationChannel carries the codes whose L1 entries every instance
-// must drop. PUBLISH is replicated, so subscribers on any node hear it.
+// must drop: one a message from an invalidation, or several separated by
+// spaces from a batch of fills announcing links just created. PUBLISH is
+// replicated, so subscribers on any node hear it.
 const invalidationChannel = "shortener:invalidate"
 
 // pendingSet holds the codes with an invalidation not yet known to have
@@ -213,7 +216,11 @@ func (c *Cache) subscribe(ctx context.Context) {
 					first = false
 				}
 			case *redis.Message:
-				c.forget(m.Payload)
+				// One code (an invalidation) or several (fills
+				// announcing links just created), space-separated.
+				for code := range strings.FieldsSeq(m.Payload) {
+					c.forget(code)
+				}
 			}
 		}
 	}

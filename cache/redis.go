@@ -110,20 +110,24 @@ func key(code string) string { return "link:" + code }
 func tombKey(code string) string { return "gone:" + code }
 
 // fillScript writes links where no tombstone is. KEYS: a link key and its
-// tombstone key per link. ARGV[1]: a channel to announce each code on, or
-// "" for none; then per link: the value, the TTL in milliseconds, the
-// code. It returns how many links it wrote.
+// tombstone key per link. ARGV[1]: the invalidation channel; then per
+// link: the value, the TTL in milliseconds, and the code to announce or
+// "" for none. The codes to announce go out in one message, separated by
+// spaces (a code has none). It returns how many links it wrote.
 var fillScript = redis.NewScript(`
-local written = 0
+local written, announce = 0, {}
 for i = 1, #KEYS, 2 do
   local a = 2 + (i - 1) / 2 * 3
   if redis.call('EXISTS', KEYS[i + 1]) == 0 then
     redis.call('SET', KEYS[i], ARGV[a], 'PX', ARGV[a + 1])
     written = written + 1
   end
-  if ARGV[1] ~= '' then
-    redis.call('PUBLISH', ARGV[1], ARGV[a + 2])
+  if ARGV[a + 2] ~= '' then
+    announce[#announce + 1] = ARGV[a + 2]
   end
+end
+if #announce > 0 then
+  redis.call('PUBLISH', ARGV[1], table.concat(announce, ' '))
 end
 return written
 `)
@@ -158,15 +162,19 @@ func (c *Cache) lookupRedis(ctx context.Context, code string) (shortener.Link, s
 
 // setLinks writes links to the master, each for ttl(l), except those
 // with a tombstone, in one script call (EVALSHA; EVAL once after a new
-// master), announcing each code on channel unless it is "". It returns
-// how many it wrote.
-func (n *node) setLinks(ctx context.Context, links []shortener.Link, ttl func(shortener.Link) time.Duration, channel string) (int, error) {
+// master), announcing on the invalidation channel the codes that announce
+// holds true (nil: none). It returns how many it wrote.
+func (n *node) setLinks(ctx context.Context, links []shortener.Link, ttl func(shortener.Link) time.Duration, announce map[string]bool) (int, error) {
 	keys := make([]string, 0, 2*len(links))
 	args := make([]any, 0, 1+3*len(links))
-	args = append(args, channel)
+	args = append(args, invalidationChannel)
 	for _, l := range links {
+		code := ""
+		if announce[l.Code] {
+			code = l.Code
+		}
 		keys = append(keys, key(l.Code), tombKey(l.Code))
-		args = append(args, encode(l), max(1, ttl(l).Milliseconds()), l.Code)
+		args = append(args, encode(l), max(1, ttl(l).Milliseconds()), code)
 	}
 	written, err := run(ctx, n, func(ctx context.Context, r *redis.Client) (int64, error) {
 		return fillScript.Run(ctx, r, keys, args...).Int64()

@@ -130,10 +130,12 @@ func TestCreateDoesNotWaitOnRedis(t *testing.T) {
 	}
 }
 
-// TestCreateReachesOtherInstances: a code looked up (404) on two
-// instances, then created on one, resolves on both while their negative
+// TestCreateReachesOtherInstances: codes looked up (404) on two
+// instances, then created on one, resolve on both while their negative
 // entries would still last an hour: the creating instance drops its own,
-// the other hears the create on the invalidation channel.
+// the other hears the creates on the invalidation channel. The creates
+// queue behind a held fill, so all but the first go out in one script
+// call and one message of several codes.
 func TestCreateReachesOtherInstances(t *testing.T) {
 	a, _, s := newTestCache(t, testConfig(func(c *Config) { c.L1NegativeTTL = time.Hour }))
 	origin := &lockedOrigin{links: map[string]shortener.Link{}}
@@ -151,27 +153,45 @@ func TestCreateReachesOtherInstances(t *testing.T) {
 
 	// b's subscription must be up before the create is announced.
 	waitSubscribed(t, a, b)
-	for _, c := range []*Cache{a, b} {
-		if _, err := c.Resolve(ctx, "fresh"); !errors.Is(err, shortener.ErrNotFound) {
-			t.Fatalf("before the create: %v, want ErrNotFound", err)
+	var links []shortener.Link
+	for i := range 20 {
+		l := shortener.Link{Code: fmt.Sprintf("fresh%d", i), URL: fmt.Sprintf("https://example.com/fresh/%d", i), Redirect: 302}
+		links = append(links, l)
+		for _, c := range []*Cache{a, b} {
+			if _, err := c.Resolve(ctx, l.Code); !errors.Is(err, shortener.ErrNotFound) {
+				t.Fatalf("%s before the create: %v, want ErrNotFound", l.Code, err)
+			}
 		}
 	}
-	l := shortener.Link{Code: "fresh", URL: "https://example.com/fresh", Redirect: 302}
-	origin.set(l)
-	a.Add(ctx, l)
-	if got, err := a.Resolve(ctx, "fresh"); err != nil || got.URL != l.URL {
-		t.Errorf("creating instance after the create: %+v, %v; want the link", got, err)
+	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	a.beforeFillSend = func(string) { once.Do(func() { close(held); <-release }) }
+	for _, l := range links {
+		origin.set(l)
+		a.Add(ctx, l)
+		if got, err := a.Resolve(ctx, l.Code); err != nil || got.URL != l.URL {
+			t.Errorf("creating instance after the create of %s: %+v, %v; want the link", l.Code, got, err)
+		}
+		if l.Code == links[0].Code {
+			<-held // the first fill is on its way; the rest queue behind it
+		}
 	}
+	close(release)
 	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, err := b.Resolve(ctx, "fresh")
-		if err == nil && got.URL == l.URL {
-			break
+	for _, l := range links {
+		for {
+			got, err := b.Resolve(ctx, l.Code)
+			if err == nil && got.URL == l.URL {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("other instance still answers %v for %s 10 s after the creates; want the link", err, l.Code)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("other instance still answers %v 10 s after the create; want the link", err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	}
+	if sent := count(a.m.fills, "ok"); sent < float64(len(links)) {
+		t.Errorf("%v fills written, want at least %d", sent, len(links))
 	}
 }
 
