@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"iter"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -268,23 +269,20 @@ func errorCounts(results []Result, phases []Window) []ErrorCount {
 	return out
 }
 
-// normalise strips what varies per request (URLs, ports of the client
-// side) from an error so that equal causes group together.
+// What varies per request in an error: the URL, the client's side of a
+// connection ("127.0.0.1:54321->"), a wrong Location.
+var (
+	quotedURL     = regexp.MustCompile(`"http://[^"]*"`)
+	clientSide    = regexp.MustCompile(`\S+->`)
+	wrongLocation = regexp.MustCompile(`with Location.*`)
+)
+
+// normalise strips what varies per request from an error so that equal
+// causes group together.
 func normalise(msg string) string {
-	if i := strings.Index(msg, `"http://`); i >= 0 {
-		if j := strings.Index(msg[i+1:], `"`); j >= 0 {
-			msg = msg[:i] + `"…"` + msg[i+j+2:]
-		}
-	}
-	if i := strings.Index(msg, "->"); i >= 0 {
-		if j := strings.Index(msg[i:], ":"); j >= 0 {
-			msg = msg[:i] + msg[i+j:]
-		}
-	}
-	if i := strings.Index(msg, "with Location"); i >= 0 {
-		msg = msg[:i] + "with a wrong Location"
-	}
-	return msg
+	msg = quotedURL.ReplaceAllString(msg, `"…"`)
+	msg = clientSide.ReplaceAllString(msg, "")
+	return wrongLocation.ReplaceAllString(msg, "with a wrong Location")
 }
 
 func fmtAt(d time.Duration, ok bool) string {

@@ -107,6 +107,20 @@ func TestReportOfAFailedRun(t *testing.T) {
 	checkXML(t, []byte(rep.chart()))
 }
 
+func TestNormaliseGroupsEqualCauses(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{`GET: Get "http://127.0.0.1:8080/abc": context deadline exceeded`, `GET: Get "…": context deadline exceeded`},
+		{"GET: read tcp 127.0.0.1:54321->127.0.0.1:8080: read: connection reset by peer",
+			"GET: read tcp 127.0.0.1:8080: read: connection reset by peer"},
+		{`GET: 302 with Location "https://x/1", want "https://x/2"`, "GET: 302 with a wrong Location"},
+		{"POST: 503 from app1", "POST: 503 from app1"},
+	} {
+		if got := normalise(tt.in); got != tt.want {
+			t.Errorf("normalise(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
 // checkXML fails unless b is well-formed XML: a browser shows nothing of
 // a malformed SVG.
 func checkXML(t *testing.T, b []byte) {
