@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"sort"
 	"strings"
 
 	"shortener/stack"
@@ -186,7 +185,7 @@ func checkCreates(results []Result, stored, keys, resolved map[string]string) En
 	}
 	for _, u := range slices.Sorted(maps.Keys(byURL)) {
 		if codes := byURL[u]; len(codes) > 1 {
-			sort.Strings(codes)
+			slices.Sort(codes)
 			problem(Problem{Kind: problemDuplicated, URL: u, Why: fmt.Sprintf("stored %d times, codes %v", len(codes), codes)})
 		}
 	}

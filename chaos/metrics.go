@@ -9,7 +9,6 @@ import (
 	"math"
 	"net/http"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,7 +81,7 @@ func startScraper(apps []App, interval time.Duration, start time.Time, client *h
 	return func() []Sample {
 		cancel()
 		wg.Wait()
-		sort.SliceStable(samples, func(i, j int) bool { return samples[i].At < samples[j].At })
+		slices.SortStableFunc(samples, func(a, b Sample) int { return cmp.Compare(a.At, b.At) })
 		return samples
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"iter"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -153,7 +152,7 @@ func buildReport(in reportInput) *Report {
 		Events:   in.events, Marks: run.Marks, Ledger: in.ledger,
 	}
 	run.Report = rep
-	sort.SliceStable(rep.Events, func(i, j int) bool { return rep.Events[i].At < rep.Events[j].At })
+	slices.SortStableFunc(rep.Events, func(a, b Event) int { return cmp.Compare(a.At, b.At) })
 	for i, w := range run.Phases {
 		rep.Phases = append(rep.Phases, phaseOf(phaseNames()[i], run.Results, w))
 	}
