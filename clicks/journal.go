@@ -75,8 +75,11 @@ const (
 	prefaultWindow    = 512 << 10 // how far ahead
 )
 
-// observeEvery is how often written clicks are passed to the Observer.
-const observeEvery = 20 * time.Millisecond
+// observeEvery is how often written clicks are passed to the Observer: a
+// tenth of trending's default tick, so its answers lose nothing, and ten
+// times fewer wake-ups than the 20 ms it was: on an idle instance each
+// costs more in the scheduler than the batch it carries.
+const observeEvery = 200 * time.Millisecond
 
 // Journal is an instance's append-only log of clicks on local disk, a
 // directory of numbered segment files. Each segment is a file of
@@ -106,6 +109,8 @@ type Journal struct {
 	populating sync.WaitGroup // a populate of the current mapping in progress
 
 	size atomic.Int64 // bytes of every segment on disk (written bytes of the current one)
+	// syncedSize is size at the last periodic fsync (the sync loop's own).
+	syncedSize int64
 
 	stop     chan struct{}
 	done     chan struct{}
@@ -183,7 +188,7 @@ func Open(cfg Config, obs Observer, log *slog.Logger, reg prometheus.Registerer)
 	}
 	go j.observeLoop()
 	go j.prefaultLoop()
-	j.syncs.start(j.stop, cfg.SyncInterval, log, j.askPrefault)
+	j.syncs.start(j.stop, cfg.SyncInterval, log, j.afterSync)
 	return j, nil
 }
 
@@ -263,6 +268,19 @@ func (j *Journal) askPrefault() {
 	select {
 	case j.prefault <- struct{}{}:
 	default:
+	}
+}
+
+// afterSync runs on the sync loop after each periodic fsync. Writeback
+// write-protected the pages ahead of the writer, so they are populated
+// again, but only if clicks came since the last time: populating a page
+// marks it dirty, and on an idle journal every fsync would otherwise
+// write the same prefaultWindow of nothing back to disk (512 KB a second
+// per idle instance, until this).
+func (j *Journal) afterSync() {
+	if size := j.size.Load(); size != j.syncedSize {
+		j.syncedSize = size
+		j.askPrefault()
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"shortener"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -614,4 +615,44 @@ func TestParse(t *testing.T) {
 	if len(sc.clicks) != 2 || &sc.clicks[0] != &dst[0] || sc.clicks[0] != old[1] || sc.clicks[1] != old[2] {
 		t.Errorf("parse into a reused array: got %+v, want the last two of %+v in the same array", sc.clicks, old)
 	}
+}
+
+// TestIdleJournalWritesNothing: once clicks stop, the periodic fsyncs
+// find nothing to write. The pages ahead of the writer are populated
+// again after an fsync only while clicks come: populating dirties them,
+// and an idle journal wrote its whole window back on every fsync.
+func TestIdleJournalWritesNothing(t *testing.T) {
+	j := openJournal(t, Config{SyncInterval: 5 * time.Millisecond}, nil)
+	record(j, 100)
+	afterSyncs := func(n int64) {
+		for target := j.syncs.rounds.Load() + n; j.syncs.rounds.Load() < target; {
+			time.Sleep(time.Millisecond) // polls the sync loop's count
+		}
+	}
+	afterSyncs(3) // the clicks' own pages, and one window after them
+	before := writtenBytes(t)
+	afterSyncs(10)
+	if w := writtenBytes(t) - before; w >= prefaultWindow/4 {
+		t.Errorf("an idle journal dirtied %d bytes over 10 fsyncs, want nothing like the %d-byte window", w, prefaultWindow)
+	}
+}
+
+// writtenBytes is what this process has sent (or dirtied for) storage.
+func writtenBytes(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		t.Skipf("no /proc/self/io: %v", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("/proc/self/io has no write_bytes")
+	return 0
 }

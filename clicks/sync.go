@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,6 +21,7 @@ type syncer struct {
 	dir    string
 	dirty  bool // a segment was created since the directory was synced
 	wg     sync.WaitGroup
+	rounds atomic.Int64 // periodic syncs done
 }
 
 // switchTo makes f the segment to sync.
@@ -56,6 +58,7 @@ func (s *syncer) start(stop <-chan struct{}, every time.Duration, log *slog.Logg
 					log.Error("click journal fsync failed", "err", err)
 				}
 				after()
+				s.rounds.Add(1)
 			}
 		}
 	}()
