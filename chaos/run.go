@@ -232,11 +232,10 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 	prefix := r.cfg.RunID + "-" + sc.Name
 	env := &Env{Stack: r.s, Target: r.t, DB: r.db, Client: r.client, Config: r.cfg, Prefix: prefix, Links: r.links}
 	settles := make([]Settle, len(r.accounts))
-	var openErrs []error
 	for i, a := range r.accounts {
 		settle, err := a.Open(ctx, env)
-		if err != nil {
-			openErrs = append(openErrs, fmt.Errorf("ledger: open %T: %w", a, err))
+		if err != nil { // the account settles with its error; the others still do
+			settle = func(context.Context, *Run) (Entry, error) { return Entry{}, fmt.Errorf("open %T: %w", a, err) }
 		}
 		settles[i] = settle
 	}
@@ -310,19 +309,12 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 		Marks:  scene.marks,
 	}
 	in := reportInput{run: run, began: began, events: scene.events, errs: faultErrs}
-	switch {
-	case healErr != nil:
-		in.ledgerErr = errors.New("not checked: the stack could not be healed")
-	case len(openErrs) > 0:
-		in.ledgerErr = errors.Join(openErrs...)
-	default:
-		in.ledger, in.ledgerErr = r.settle(ctx, settles, run)
-	}
-	rep := buildReport(in)
 	if healErr != nil {
-		return rep, fmt.Errorf("run %s: %w", sc.Name, healErr)
+		in.ledgerErr = errors.New("not checked: the stack could not be healed")
+		return buildReport(in), fmt.Errorf("run %s: %w", sc.Name, healErr)
 	}
-	return rep, nil
+	in.ledger, in.ledgerErr = r.settle(ctx, settles, run)
+	return buildReport(in), nil
 }
 
 // settle closes every account of the run, each under its own deadline.
