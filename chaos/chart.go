@@ -117,11 +117,9 @@ func (r *Report) chart() string {
 		p(`<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#e9ecef"/>`+"\n", chartLeft, chartLeft+plotW, yL(v), yL(v))
 		p(`<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", chartLeft-4, yL(v)+4, ms(time.Duration(v*1e6)))
 	}
-	if d := r.Settings.Timeout; d > 0 {
-		v := float64(d) / 1e6
-		p(`<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="2,3"/>`+"\n", chartLeft, chartLeft+plotW, yL(v), yL(v), colUnknown)
-		p(`<text x="%d" y="%.1f" fill="%s">client timeout</text>`+"\n", chartLeft+4, yL(v)+12, colUnknown)
-	}
+	timeout := yL(float64(r.Settings.Timeout) / 1e6) // validated > 0
+	p(`<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="%s" stroke-dasharray="2,3"/>`+"\n", chartLeft, chartLeft+plotW, timeout, timeout, colUnknown)
+	p(`<text x="%d" y="%.1f" fill="%s">client timeout</text>`+"\n", chartLeft+4, timeout+12, colUnknown)
 	lat := func(f func(Second) time.Duration) func(Second) float64 {
 		return func(s Second) float64 { return yL(float64(f(s)) / 1e6) }
 	}
