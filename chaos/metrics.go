@@ -154,9 +154,7 @@ func (m Metrics) keep() map[string]float64 {
 		keyHits:    {"shortener_redis_lookups_total", "result", "hit"},
 		keyFillsOK: {"shortener_redis_fills_total", "result", "ok"},
 	} {
-		if _, ok := m[sum[0]]; ok {
-			vals[key] = m.Sum(sum[0], sum[1:]...)
-		}
+		vals[key] = m.Sum(sum[0], sum[1:]...)
 	}
 	m.each("shortener_breaker_state", func(l model.Metric, v float64) { vals[keyState+string(l["breaker"])] = v })
 	m.each("shortener_breaker_transitions_total", func(l model.Metric, v float64) {
