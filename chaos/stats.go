@@ -132,9 +132,7 @@ func phaseOf(name string, results []Result, w Window) Phase {
 type Second struct {
 	T int `json:"t"`
 	Counts
-	P50 time.Duration `json:"p50_ns"`
-	P99 time.Duration `json:"p99_ns"`
-	Max time.Duration `json:"max_ns"`
+	Latency
 }
 
 // perSecond buckets results by the second of their intended send time,
@@ -152,8 +150,7 @@ func perSecond(results []Result, end time.Duration) []Second {
 	}
 	secs := make([]Second, len(tallies))
 	for i, t := range tallies {
-		l := Summarise(t.lat)
-		secs[i] = Second{T: i, Counts: t.Counts, P50: l.P50, P99: l.P99, Max: l.Max}
+		secs[i] = Second{T: i, Counts: t.Counts, Latency: Summarise(t.lat)}
 	}
 	return secs
 }

@@ -113,8 +113,8 @@ func TestPerSecondBucketsByIntendedTime(t *testing.T) {
 		t.Fatalf("got %d seconds, want 3 (whole seconds only): %+v", len(got), got)
 	}
 	want := []Second{
-		{T: 0, Counts: Counts{Sent: 2, Succeeded: 2}, P50: msd(1), P99: msd(2500), Max: msd(2500)},
-		{T: 1, Counts: Counts{Sent: 1, Failed: 1}, P50: msd(3), P99: msd(3), Max: msd(3)},
+		{T: 0, Counts: Counts{Sent: 2, Succeeded: 2}, Latency: Latency{N: 2, P50: msd(1), P95: msd(2500), P99: msd(2500), Max: msd(2500)}},
+		{T: 1, Counts: Counts{Sent: 1, Failed: 1}, Latency: Latency{N: 1, P50: msd(3), P95: msd(3), P99: msd(3), Max: msd(3)}},
 		{T: 2, Counts: Counts{Sent: 1, Unknown: 1, Dropped: 1}},
 	}
 	for i := range want {
