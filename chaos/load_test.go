@@ -110,7 +110,7 @@ func TestStallIsLatencyNotFewerRequests(t *testing.T) {
 	close(gate)
 	results := stop(t, l)
 
-	var c Counts
+	var c tally
 	for i, r := range results {
 		if r.Seq != i {
 			t.Fatalf("result %d has seq %d: a due request is missing", i, r.Seq)

@@ -63,22 +63,6 @@ type Counts struct {
 	Dropped int `json:"dropped"`
 }
 
-// add counts one result.
-func (c *Counts) add(r Result) {
-	c.Sent++
-	switch r.Outcome {
-	case OK:
-		c.Succeeded++
-	case Failed:
-		c.Failed++
-	default:
-		c.Unknown++
-		if r.Dropped {
-			c.Dropped++
-		}
-	}
-}
-
 // Window is a span of a run, as offsets from the start of the load.
 type Window struct {
 	From time.Duration `json:"from_ns"`
@@ -104,10 +88,20 @@ type tally struct {
 }
 
 func (t *tally) add(r Result) {
-	t.Counts.add(r)
-	if !r.Dropped {
-		t.lat = append(t.lat, r.Latency)
+	t.Sent++
+	switch r.Outcome {
+	case OK:
+		t.Succeeded++
+	case Failed:
+		t.Failed++
+	default:
+		t.Unknown++
+		if r.Dropped {
+			t.Dropped++
+			return
+		}
 	}
+	t.lat = append(t.lat, r.Latency)
 }
 
 func (t *tally) stats() PhaseStats { return PhaseStats{t.Counts, Summarise(t.lat)} }
