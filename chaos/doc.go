@@ -15,10 +15,11 @@
 // breakers and tiers, parsed with expfmt), the stack package's process
 // controls for the faults, and a read-only MySQL user for the ledger.
 //
-// The files: load.go and client.go send the load; scenario.go and
-// scenarios.go are the faults (the matrix); checks.go the checks and
-// measures; ledger.go the ledger's accounts; run.go the Runner; report.go,
-// markdown.go, chart.go and write.go the reports.
+// The files: load.go, client.go and stats.go send and count the load;
+// scenario.go and scenarios.go are the faults (the matrix), health.go the
+// heal; metrics.go reads /metrics; checks.go the checks and measures;
+// ledger.go, clicks.go and trending.go the ledger's accounts; run.go the
+// Runner; report.go, markdown.go, chart.go and write.go the reports.
 //
 // # The pacer
 //
@@ -35,31 +36,24 @@
 // # Adding a ledger column
 //
 // A feature that must not lose what the load does (clicks, trending)
-// adds an Account: a type with Open(ctx, *Env) (Settle, error). Open runs
-// on the whole, primed stack just before the load starts; it notes what it
-// will compare against (a count in MySQL, read through env.DB, the
-// read-only user) and may start traffic of its own (poll an endpoint,
-// timing each call: use Summarise for its percentiles, the package's one
-// percentile definition). The Settle it returns runs after the load has
-// stopped and the stack is healed, with the Run: every Result (a redirect's
-// Result.Link indexes env.Links; ServedBy, Status and Outcome say what
-// came of it), the phases and the marks. It returns an Entry: Figures for
-// the report's ledger table — give one a Column ("lost clicks") and it is
-// also a column of docs/chaos' summary table — Problems to list, and
-// Checks. List the account in Accounts() (ledger.go) to keep it in every
-// run, or add it to one Runner with AddAccount (a test does).
+// adds an Account (ledger.go, whose types say when each part runs) and
+// lists it in Accounts() to keep it in every run, or adds it to one Runner
+// with AddAccount (a test does). Open notes what its Settle will compare
+// against (a count read through env.DB, the read-only user) and may start
+// traffic of its own: time each call and use Summarise, the package's one
+// percentile definition. Settle reads the Run (a redirect's Result.Link
+// indexes env.Links) and returns an Entry; give a Figure a Column ("lost
+// clicks") and it is also a column of docs/chaos' summary table.
 //
 // # Adding a check
 //
 // A check is a Check with an ID, a want, a got and OK. An account returns
 // checks that apply to every scenario; a scenario lists its own in
-// Scenario.Checks as Measures (func(*Run) []Check), which may also fill
-// report figures. There is no switch on scenario names: a scenario whose
-// DESIGN.md row expects a common or ledger check to fail (creates while
-// MySQL is down) names its ID in Scenario.Waive, and the check is then
-// reported, not required. A check of wall-clock time sets Timing: it
-// decides the verdict only under Config.EnforceTiming (`make chaos`), and
-// is reported in tests, which must pass on a busy machine; compare with
-// the run's own baseline (the steady phase) or the Redis deadline rather
-// than a constant where you can.
+// Scenario.Checks as Measures, which may also fill report figures. There
+// is no switch on scenario names: a scenario whose DESIGN.md row expects a
+// common or ledger check to fail (creates while MySQL is down) waives its
+// ID in Scenario.Waive. A check of wall-clock time sets Timing (see
+// Check.Timing for why tests only report it); compare with the run's own
+// baseline (the steady phase) or the Redis deadline rather than a
+// constant where you can.
 package chaos
