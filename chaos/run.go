@@ -252,7 +252,12 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 	phase.Store("warm-up")
 	liveCtx, stopLive := context.WithCancel(ctx)
 	var live sync.WaitGroup
-	live.Go(func() { r.liveLines(liveCtx, sc.Name, load, &phase) })
+	live.Go(func() { // a line a second: elapsed time, phase, and the load's figures of that second
+		load.tick() // start the first second now
+		every(liveCtx, time.Second, func() {
+			fmt.Fprintf(r.live, "%-18s %6.1fs %-9s %s\n", sc.Name, time.Since(load.Start()).Seconds(), phase.Load(), load.tick())
+		})
+	})
 
 	at := func() time.Duration { return time.Since(load.Start()) }
 	// The phases are a schedule: the load keeps its own time.
@@ -332,15 +337,6 @@ func (r *Runner) settle(ctx context.Context, settles []Settle, run *Run) ([]Entr
 		out = append(out, e)
 	}
 	return out, errors.Join(errs...)
-}
-
-// liveLines writes a line a second until ctx ends: elapsed time, phase,
-// and the load's figures of the last second (Load.tick).
-func (r *Runner) liveLines(ctx context.Context, name string, load *Load, phase *atomic.Value) {
-	load.tick() // start the first second now
-	every(ctx, time.Second, func() {
-		fmt.Fprintf(r.live, "%-18s %6.1fs %-9s %s\n", name, time.Since(load.Start()).Seconds(), phase.Load(), load.tick())
-	})
 }
 
 func appNames(apps []App) []string {
