@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"io"
 	"iter"
 	"math"
 	"net/http"
@@ -103,19 +102,10 @@ func Scrape(ctx context.Context, c *http.Client, base string) (Metrics, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("scrape %s: status %d", base, resp.StatusCode)
 	}
-	m, err := ParseMetrics(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("scrape %s: %w", base, err)
-	}
-	return m, nil
-}
-
-// ParseMetrics reads the Prometheus text format.
-func ParseMetrics(r io.Reader) (Metrics, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(r)
+	fams, err := p.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		return nil, fmt.Errorf("parse metrics: %w", err)
+		return nil, fmt.Errorf("scrape %s: parse: %w", base, err)
 	}
 	return Metrics(fams), nil
 }

@@ -1,10 +1,21 @@
 package chaos
 
 import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 )
+
+// scrapeText scrapes text served as an app's /metrics.
+func scrapeText(text string) (Metrics, error) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, text) }))
+	defer srv.Close()
+	return Scrape(context.Background(), srv.Client(), srv.URL)
+}
 
 const exposition = `# HELP shortener_lookups_total Redirect lookups (Resolve calls).
 # TYPE shortener_lookups_total counter
@@ -35,8 +46,8 @@ go_gc_duration_seconds{quantile="0.5"} 1.5e-05
 some_other{label="with \"quotes\", and a comma"} 3
 `
 
-func TestParseMetricsKeepsTheSeriesARunReads(t *testing.T) {
-	m, err := ParseMetrics(strings.NewReader(exposition))
+func TestScrapeKeepsTheSeriesARunReads(t *testing.T) {
+	m, err := scrapeText(exposition)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,10 +72,10 @@ func TestParseMetricsKeepsTheSeriesARunReads(t *testing.T) {
 	}
 }
 
-func TestParseMetricsRejectsGarbage(t *testing.T) {
+func TestScrapeRejectsGarbage(t *testing.T) {
 	for _, text := range []string{"novalue\n", "x{a=\"b} 1\n", "x{a=\"b\"} notanumber\n"} {
-		if _, err := ParseMetrics(strings.NewReader(text)); err == nil {
-			t.Errorf("ParseMetrics(%q): no error, want one", text)
+		if _, err := scrapeText(text); err == nil {
+			t.Errorf("Scrape of %q: no error, want one", text)
 		}
 	}
 }
