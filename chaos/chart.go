@@ -231,11 +231,9 @@ func yTicks(b *strings.Builder, peak float64, n int, y func(float64) float64, la
 	}
 }
 
-// niceCeil rounds v up to 1, 1.5, 2, 2.5 or 5 times a power of ten.
+// niceCeil rounds v (> 0: a count of at least 1, or a run's seconds) up to
+// 1, 1.5, 2, 2.5 or 5 times a power of ten.
 func niceCeil(v float64) float64 {
-	if v <= 0 {
-		return 1
-	}
 	p := math.Pow(10, math.Floor(math.Log10(v)))
 	for _, m := range []float64{1, 1.5, 2, 2.5, 5, 10} {
 		if v <= m*p {
