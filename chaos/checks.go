@@ -69,6 +69,7 @@ func commonChecks(r *Run) []Check {
 			wrong++
 		}
 	}
+	start := notClosed(slices.Backward(r.Report.BreakerStates))
 	bad := func(c Counts) int { return c.Failed + c.Unknown }
 	got := func(c Counts) string {
 		return fmt.Sprintf("%d of %d (%d failed, %d unknown)", bad(c), c.Sent, c.Failed, c.Unknown)
@@ -81,6 +82,8 @@ func commonChecks(r *Run) []Check {
 			OK: bad(t.Creates.Counts) == 0, Required: true},
 		{ID: "misses", What: "lookups of unknown codes answered other than 404", Want: "0",
 			Got: fmt.Sprintf("%d of %d", bad(t.Misses.Counts), t.Misses.Sent), OK: bad(t.Misses.Counts) == 0},
+		{ID: "breakers.start", What: "breakers closed at the start of the run (one left open by an earlier scenario skews this run)",
+			Want: "all closed", Got: cmp.Or(strings.Join(start, ", "), "all closed"), OK: len(start) == 0},
 	}
 }
 

@@ -155,12 +155,6 @@ func (r *Report) markdown(chart string) string {
 			p("| %s | %s | %d | %s |\n", e.Kind, e.Phase, e.Count, strings.ReplaceAll(e.Message, "|", `\|`))
 		}
 	}
-	if len(r.Notes) > 0 {
-		p("\n## Notes\n\n")
-		for _, n := range r.Notes {
-			p("- %s\n", n)
-		}
-	}
 	return b.String()
 }
 

@@ -67,7 +67,6 @@ type Report struct {
 	// error: the row of DESIGN.md's failure table holds.
 	Holds     bool     `json:"holds"`
 	RunErrors []string `json:"run_errors,omitempty"`
-	Notes     []string `json:"notes,omitempty"`
 }
 
 // Phase is the figures of one phase, overall and per kind of request.
@@ -181,10 +180,6 @@ func buildReport(in reportInput) *Report {
 		rep.Checks = append(rep.Checks, m(run)...)
 	}
 	verdict(rep, sc, c)
-
-	if open := notClosed(slices.Backward(rep.BreakerStates)); len(open) > 0 {
-		rep.Notes = append(rep.Notes, "At the start of the run these breakers were not closed, left so by an earlier scenario: "+strings.Join(open, ", ")+".")
-	}
 	return rep
 }
 
