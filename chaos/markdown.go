@@ -33,7 +33,7 @@ func (r *Report) markdown(chart string) string {
 		"%.0f%% lookups of unknown codes, the rest redirects to %d links chosen by Zipf's law (s = %.2f), never followed. "+
 		"Client timeout %s; at most %d requests in flight (beyond that a request counts as unknown).\n",
 		s.Rate, 100*s.CreateShare, s.CreateAttempts, 100*s.MissShare, s.Links, s.Zipf, ms(s.Timeout), s.MaxInFlight)
-	p("- **Run:** `%s`, started %s.\n\n", r.RunID, r.Started.Format(time.RFC3339))
+	p("- **Run:** `%s`, started %s.\n\n", s.RunID, r.Started.Format(time.RFC3339))
 	p("![throughput, latency, errors and breaker states of %s](%s)\n\n", r.Scenario, chart)
 
 	// The checks come first: they are the answer to "does the row hold",

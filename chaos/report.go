@@ -18,7 +18,6 @@ type Report struct {
 	Fault    string    `json:"fault"`
 	Expect   string    `json:"expect"`
 	Does     string    `json:"does"`
-	RunID    string    `json:"run_id"`
 	Started  time.Time `json:"started"`
 	Settings Config    `json:"settings"`
 
@@ -146,9 +145,8 @@ func buildReport(in reportInput) *Report {
 	c, sc := run.Config, run.Scenario
 	rep := &Report{
 		Scenario: sc.Name, Fault: sc.Fault, Expect: sc.Expect, Does: sc.Does,
-		RunID: c.RunID, Started: in.began.UTC(),
-		Settings: c,
-		Events:   in.events, Marks: run.Marks, Ledger: in.ledger,
+		Started: in.began.UTC(), Settings: c,
+		Events: in.events, Marks: run.Marks, Ledger: in.ledger,
 	}
 	run.Report = rep
 	slices.SortStableFunc(rep.Events, func(a, b Event) int { return cmp.Compare(a.At, b.At) })
