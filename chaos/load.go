@@ -154,9 +154,8 @@ type Load struct {
 	cfg    LoadConfig
 	client *http.Client
 	start  time.Time
-	pacing context.Context // ended by stop, not by ctx
-	stop   context.CancelFunc
-	done   chan struct{} // closed when the pacer has returned
+	stop   context.CancelFunc // ends the pacer's context, not ctx
+	done   chan struct{}      // closed when the pacer has returned
 	wg     sync.WaitGroup
 	slots  chan struct{} // a token per request in flight, up to MaxInFlight
 
@@ -184,13 +183,12 @@ func StartLoad(ctx context.Context, cfg LoadConfig, client *http.Client) (*Load,
 		cfg:      cfg,
 		client:   client,
 		start:    time.Now(),
-		pacing:   pacing,
 		stop:     stop,
 		done:     make(chan struct{}),
 		slots:    make(chan struct{}, cfg.MaxInFlight),
 		lastSeen: map[string]time.Time{},
 	}
-	go l.pace()
+	go l.pace(pacing)
 	return l, nil
 }
 
@@ -200,7 +198,7 @@ func (l *Load) Start() time.Time { return l.start }
 // pace dispatches request i at start + i/Rate. When it falls behind (a
 // busy machine, a GC pause) it sends the overdue requests at once with
 // their original intended times, so the delay is charged to their latency.
-func (l *Load) pace() {
+func (l *Load) pace(pacing context.Context) {
 	defer close(l.done)
 	rng := rand.New(rand.NewPCG(l.cfg.Seed, 0x5eed))
 	var zipf *rand.Zipf
@@ -211,7 +209,7 @@ func (l *Load) pace() {
 		intended := time.Duration(float64(i) * float64(time.Second) / l.cfg.Rate)
 		// An overdue request's pause ends at once, perhaps before a stop
 		// it raced with: Err sees that.
-		if pause(l.pacing, time.Until(l.start.Add(intended))) != nil || l.pacing.Err() != nil {
+		if pause(pacing, time.Until(l.start.Add(intended))) != nil || pacing.Err() != nil {
 			return
 		}
 		r := Result{Seq: i, Intended: intended, Link: -1}
