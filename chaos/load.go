@@ -155,9 +155,8 @@ type Load struct {
 	client *http.Client
 	start  time.Time
 	stop   context.CancelFunc // ends the pacer's context, not ctx
-	done   chan struct{}      // closed when the pacer has returned
-	wg     sync.WaitGroup
-	slots  chan struct{} // a token per request in flight, up to MaxInFlight
+	wg     sync.WaitGroup     // the pacer and the requests it sent
+	slots  chan struct{}      // a token per request in flight, up to MaxInFlight
 
 	mu sync.Mutex
 	// results are kept in blocks of resultBlock. One slice appended to
@@ -184,11 +183,10 @@ func StartLoad(ctx context.Context, cfg LoadConfig, client *http.Client) (*Load,
 		client:   client,
 		start:    time.Now(),
 		stop:     stop,
-		done:     make(chan struct{}),
 		slots:    make(chan struct{}, cfg.MaxInFlight),
 		lastSeen: map[string]time.Time{},
 	}
-	go l.pace(pacing)
+	l.wg.Go(func() { l.pace(pacing) }) // counted itself, it never adds a request to a zero count
 	return l, nil
 }
 
@@ -199,7 +197,6 @@ func (l *Load) Start() time.Time { return l.start }
 // busy machine, a GC pause) it sends the overdue requests at once with
 // their original intended times, so the delay is charged to their latency.
 func (l *Load) pace(pacing context.Context) {
-	defer close(l.done)
 	rng := rand.New(rand.NewPCG(l.cfg.Seed, 0x5eed))
 	var zipf *rand.Zipf
 	if len(l.cfg.Links) >= 2 {
@@ -300,7 +297,6 @@ func (l *Load) tick() string {
 // It returns early with what it has if ctx ends first.
 func (l *Load) Stop(ctx context.Context) ([]Result, error) {
 	l.stop()
-	<-l.done
 	waited := make(chan struct{})
 	go func() { l.wg.Wait(); close(waited) }()
 	var err error
