@@ -12,9 +12,6 @@ import (
 	"shortener/stack"
 )
 
-// healthPoll is how often heal looks again whether the stack is whole.
-const healthPoll = 200 * time.Millisecond
-
 // heal undoes whatever a scenario may have left broken, so that the next
 // scenario starts from a whole stack, and polls until the stack is whole
 // (see healthy); it returns the last reason it was not if HealTimeout
@@ -39,7 +36,7 @@ func (r *Runner) heal(ctx context.Context) error {
 			errs = append(errs, p.Restart(ctx))
 		}
 	}
-	err := stack.Poll(ctx, healthPoll, func(ctx context.Context) error { return healthy(ctx, r.s, r.t, r.probe) })
+	err := stack.Poll(ctx, 200*time.Millisecond, func(ctx context.Context) error { return healthy(ctx, r.s, r.t, r.probe) })
 	if err == nil {
 		return nil // whatever step failed, the stack is whole
 	}

@@ -155,16 +155,16 @@ func (r *Runner) Close() error { return r.db.Close() }
 
 // Setup heals the stack, waits until it is whole and creates the links
 // the redirects go to. The links are created on the apps directly, with
-// several workers, paced below the create limit that nginx and each app
-// apply per client address (100/s): the setup is not under test, and a
-// 429 would end it.
+// several workers, paced at 80/s an app, below the create limit that nginx
+// and each app apply per client address (100/s): the setup is not under
+// test, and a 429 would end it.
 func (r *Runner) Setup(ctx context.Context) error {
 	if err := r.heal(ctx); err != nil {
 		return fmt.Errorf("setup: %w", err)
 	}
 	apps := r.t.Apps
 	links := make([]Link, r.cfg.Links)
-	pace := rate.NewLimiter(rate.Limit(setupRate*len(apps)), 1)
+	pace := rate.NewLimiter(rate.Limit(80*len(apps)), 1)
 	var g errgroup.Group // every create runs; Wait returns the first error
 	g.SetLimit(8)
 	var err error // the pace's: the run's context ended, or would first
@@ -189,9 +189,6 @@ func (r *Runner) Setup(ctx context.Context) error {
 	r.links = links
 	return nil
 }
-
-// setupRate is how many links per second Setup creates on each app.
-const setupRate = 80
 
 // prime reads every link once through each app, so that every scenario
 // starts with all links in Redis (redis-down leaves Redis empty) and in
