@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-
-	"shortener/stack"
 )
 
 // The ledger counts what was sent against what was stored. Dashboards
@@ -33,11 +31,10 @@ type Account interface {
 // Settle closes an account for one run: its figures, problems and checks.
 type Settle func(ctx context.Context, run *Run) (Entry, error)
 
-// Env is what an account may use: the stack, where the load went, the
-// database as the read-only user, the load's HTTP client, and the prefix
-// that every URL and Idempotency-Key of this scenario's load starts with.
+// Env is what an account may use: where the load went, the database as
+// the read-only user, the load's HTTP client, and the prefix that every
+// URL and Idempotency-Key of this scenario's load starts with.
 type Env struct {
-	Stack  *stack.Stack
 	Target Target
 	DB     *sql.DB
 	Client *http.Client

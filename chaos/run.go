@@ -227,7 +227,7 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 		return nil, fmt.Errorf("run %s: %w", sc.Name, err)
 	}
 	prefix := r.cfg.RunID + "-" + sc.Name
-	env := &Env{Stack: r.s, Target: r.t, DB: r.db, Client: r.client, Config: r.cfg, Prefix: prefix, Links: r.links}
+	env := &Env{Target: r.t, DB: r.db, Client: r.client, Config: r.cfg, Prefix: prefix, Links: r.links}
 	settles := make([]Settle, len(r.accounts))
 	for i, a := range r.accounts {
 		settle, err := a.Open(ctx, env)
