@@ -50,7 +50,7 @@ func (Trending) Open(ctx context.Context, env *Env) (Settle, error) {
 	start := time.Now()
 	asker.Go(func() {
 		every(askCtx, trendingEvery, func() {
-			a := askTrending(ctx, env)
+			a := askTrending(ctx, env.Client, env.Target.BaseURL, env.Config.Timeout)
 			a.at = time.Since(start)
 			answers = append(answers, a)
 		})
@@ -76,10 +76,9 @@ const (
 // alone. It says on log what it waits for; a stack that cannot tell (no
 // answer) or stays busy is run anyway, with a line saying so.
 func (r *Runner) AwaitQuietTrending(ctx context.Context, log io.Writer) error {
-	env := &Env{Target: r.t, Client: r.client, Config: r.cfg}
 	until := time.Now().Add(trendingQuiet)
 	for waited := false; ; waited = true {
-		a := askTrending(ctx, env)
+		a := askTrending(ctx, r.client, r.t.BaseURL, r.cfg.Timeout)
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -101,9 +100,9 @@ func (r *Runner) AwaitQuietTrending(ctx context.Context, log io.Writer) error {
 }
 
 // askTrending sends one request, as a client would, and times it.
-func askTrending(ctx context.Context, env *Env) trendingAnswer {
+func askTrending(ctx context.Context, c *http.Client, base string, timeout time.Duration) trendingAnswer {
 	began := time.Now()
-	a, err := send(ctx, env.Client, env.Target.BaseURL+"/api/v1/trending?window=5m&limit=10", "", nil, env.Config.Timeout)
+	a, err := send(ctx, c, base+"/api/v1/trending?window=5m&limit=10", "", nil, timeout)
 	var body struct { // JSON keys match field names regardless of case
 		Source string
 		Links  []struct{ Code string }
