@@ -298,22 +298,19 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 		faultErrs = append(faultErrs, stopErr)
 	}
 
-	// The stack is made whole before the ledger is read: a create's row is
-	// in MySQL or not whether Redis is back, but the ledger resolves every
-	// acknowledged code through nginx.
-	healErr := r.heal(ctx)
-	if healErr != nil {
-		faultErrs = append(faultErrs, fmt.Errorf("heal after the run: %w", healErr))
-	}
 	run := &Run{
 		Config: r.cfg, Scenario: sc, Results: results, Samples: samples, Apps: appNames(r.t.Apps),
 		Phases: []Window{{0, bounds[0]}, {bounds[0], bounds[1]}, {bounds[1], bounds[2]}, {bounds[2], bounds[3]}},
 		Marks:  scene.marks,
 	}
 	in := reportInput{run: run, began: began, events: scene.events, errs: faultErrs}
-	if healErr != nil {
+	// The stack is made whole before the ledger is read: a create's row is
+	// in MySQL or not whether Redis is back, but the ledger resolves every
+	// acknowledged code through nginx.
+	if err := r.heal(ctx); err != nil {
+		in.errs = append(in.errs, fmt.Errorf("heal after the run: %w", err))
 		in.ledgerErr = errors.New("not checked: the stack could not be healed")
-		return buildReport(in), fmt.Errorf("run %s: %w", sc.Name, healErr)
+		return buildReport(in), fmt.Errorf("run %s: %w", sc.Name, err)
 	}
 	in.ledger, in.ledgerErr = r.settle(ctx, settles, run)
 	return buildReport(in), nil
