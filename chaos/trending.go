@@ -123,11 +123,11 @@ func askTrending(ctx context.Context, c *http.Client, base string, timeout time.
 // trendingEntry judges the answers against the truth.
 func trendingEntry(run *Run, links []Link, answers []trendingAnswer) Entry {
 	e := Entry{Account: "trending"}
-	received, _ := received(run.Results, len(links))
+	perLink, _ := received(run.Results, len(links))
 	truth := make([]string, len(links))
 	served := map[string]int64{} // by code
 	for i, l := range links {
-		truth[i], served[l.Code] = l.Code, received[i]
+		truth[i], served[l.Code] = l.Code, perLink[i]
 	}
 	slices.SortFunc(truth, func(a, b string) int { return cmp.Or(cmp.Compare(served[b], served[a]), strings.Compare(a, b)) })
 	truth = truth[:min(10, len(truth))]
