@@ -3,6 +3,7 @@ package chaos
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"math"
 	"net/http"
 	"shortener/cache"
@@ -370,6 +371,25 @@ func BreakersClosed(r *Run) []Check {
 	open := notClosed(slices.All(r.Report.BreakerStates))
 	return []Check{{ID: "breakers", What: "breakers closed again by the end of the run", Want: "all closed",
 		Got: cmp.Or(strings.Join(open, ", "), "all closed"), OK: len(open) == 0}}
+}
+
+// notClosed lists the breakers whose last state in states, taken in the
+// order given, is not closed, as "app1 write open", in order: over
+// slices.All those left open at the end, over slices.Backward those
+// open at the start.
+func notClosed(states iter.Seq2[int, BreakerState]) []string {
+	last := map[string]string{} // by "app breaker"
+	for _, s := range states {
+		last[s.App+" "+s.Breaker] = s.State
+	}
+	var out []string
+	for k, st := range last {
+		if st != "closed" {
+			out = append(out, k+" "+st)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // verdict settles the checks' requirements (waivers, timing) and whether

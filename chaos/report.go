@@ -3,7 +3,6 @@ package chaos
 import (
 	"cmp"
 	"fmt"
-	"iter"
 	"regexp"
 	"slices"
 	"strings"
@@ -179,25 +178,6 @@ func buildReport(in reportInput) *Report {
 	}
 	verdict(rep, sc, c)
 	return rep
-}
-
-// notClosed lists the breakers whose last state in states, taken in the
-// order given, is not closed, as "app1 write open", in order: over
-// slices.All those left open at the end, over slices.Backward those
-// open at the start.
-func notClosed(states iter.Seq2[int, BreakerState]) []string {
-	last := map[string]string{} // by "app breaker"
-	for _, s := range states {
-		last[s.App+" "+s.Breaker] = s.State
-	}
-	var out []string
-	for k, st := range last {
-		if st != "closed" {
-			out = append(out, k+" "+st)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // firstDone returns how long after from the first result matching keep
