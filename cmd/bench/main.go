@@ -193,6 +193,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer st.Close()
+	mysqlSizes, restore, err := sizeMySQL(ctx, s)
+	if err != nil {
+		return err
+	}
+	defer restore()
 	tier, err := newRedisTier(s.MasterName(), s.SentinelAddrs(), st)
 	if err != nil {
 		return err
@@ -223,7 +228,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"wrk":   fmt.Sprintf("%d thread(s), %d connections, keep-alive, closed loop", o.threads, o.conns),
 		"links": keysString(o.links), "hot links": keysString(o.hot), "zipf exponent": strconv.FormatFloat(o.zipf, 'g', -1, 64),
 		"stack":  "make up's local stack: nginx :8080, app1 :8081, app2 :8082, defaults of cmd/shortener",
-		"commit": commit(ctx),
+		"commit": commit(ctx), "mysql": mysqlSizes,
 	}}
 	e := &env{
 		stack: s, store: st, redis: tier, wrk: w, proc: proc, apiKey: strings.TrimSpace(string(key)),
