@@ -76,9 +76,8 @@ const (
 )
 
 // observeEvery is how often written clicks are passed to the Observer: a
-// tenth of trending's default tick, so its answers lose nothing, and ten
-// times fewer wake-ups than the 20 ms it was: on an idle instance each
-// costs more in the scheduler than the batch it carries.
+// tenth of trending's default tick, so its answers lose nothing, with ten
+// times fewer wake-ups of an idle instance than the 20 ms it was.
 const observeEvery = 200 * time.Millisecond
 
 // Journal is an instance's append-only log of clicks on local disk, a

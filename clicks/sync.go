@@ -21,7 +21,7 @@ type syncer struct {
 	dir    string
 	dirty  bool // a segment was created since the directory was synced
 	wg     sync.WaitGroup
-	rounds atomic.Int64 // periodic syncs done
+	rounds atomic.Int64 // periodic syncs done (tests wait on it)
 }
 
 // switchTo makes f the segment to sync.

@@ -252,8 +252,8 @@ func (g *requestIDs) next() string { return g.prefix + strconv.FormatUint(g.n.Ad
 // the load balancer can tell the instances apart. It stands in for Echo's
 // Recover and RequestID: Echo wraps the route in every middleware anew on
 // each request, a closure each, and Header.Set canonicalizes names this
-// already has canonical, which together were a tenth of a warm redirect's
-// time in the handler.
+// already has canonical (BenchmarkRedirectL1Hit: 4.8-5.9 µs and 15
+// allocations with them, 4.0-4.2 µs and 12 with this).
 func (h *Handler) frame(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		defer func() {
