@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -62,7 +61,7 @@ func appEnv(p *Proc) ([]string, error) {
 		"SHORTENER_MYSQL_DSN=" + p.s.MySQLDSN(),
 		"SHORTENER_REDIS_MASTER=" + st.MasterName,
 		"SHORTENER_REDIS_SENTINELS=" + strings.Join(p.s.SentinelAddrs(), ","),
-		"SHORTENER_CLICKS_DIR=" + filepath.Join(p.dir(), "clicks"),
+		"SHORTENER_CLICKS_DIR=" + p.ClicksDir(),
 	}
 	for _, secret := range []struct{ file, env string }{
 		{st.APIKeyFile, "SHORTENER_API_KEY"}, {st.CodeKeyFile, "SHORTENER_CODE_KEY"},

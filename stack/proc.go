@@ -49,6 +49,9 @@ type Proc struct {
 	ctl   sync.Mutex // serialises the controls (Kill, Restart, …) on this process
 	mu    sync.Mutex // guards child
 	child *child     // last server this process started for p, if any
+	// extraEnv is RestartWith's environment while it launches the
+	// server; guarded by ctl.
+	extraEnv []string
 }
 
 // child is a server started by this process; a goroutine waits for it so
@@ -156,6 +159,30 @@ func (p *Proc) Cont() error {
 // first: it could not show itself ready otherwise. On error the server is
 // left stopped. Without a deadline on ctx, Restart gives up after a minute.
 func (p *Proc) Restart(ctx context.Context) error {
+	return p.restart(ctx, nil)
+}
+
+// RestartWith is Restart with env ("KEY=value") added to the server's
+// environment, after everything else, so overriding it, for this start
+// only: a later Restart, by anyone, runs it as the stack does. A chaos
+// run restarts an app with a setting its fault needs (a small journal
+// segment) and puts it back with Restart. Only an app's environment is
+// the stack's to give (KindApp); other servers inherit this process's.
+func (p *Proc) RestartWith(ctx context.Context, env ...string) error {
+	if p.k.env == nil {
+		return fmt.Errorf("restart %s: kind %s takes no environment", p.Name, p.Kind)
+	}
+	for _, e := range env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return fmt.Errorf("restart %s: environment %q: want KEY=value", p.Name, e)
+		}
+	}
+	return p.restart(ctx, env)
+}
+
+// restart is Restart and RestartWith: env is extra environment for this
+// start.
+func (p *Proc) restart(ctx context.Context, env []string) error {
 	ctx, cancel := withDefaultTimeout(ctx, defaultRestartTimeout)
 	defer cancel()
 	return p.control("restart", "", func() error {
@@ -165,6 +192,8 @@ func (p *Proc) Restart(ctx context.Context) error {
 		if err := p.term(); err != nil && !errors.Is(err, ErrNotRunning) {
 			return err
 		}
+		p.extraEnv = env
+		defer func() { p.extraEnv = nil }()
 		return p.launch(ctx, false)
 	})
 }
@@ -219,11 +248,9 @@ func (p *Proc) launch(ctx context.Context, fresh bool) error {
 		return err
 	}
 	args := p.k.args(p)
-	var env []string
-	if p.k.env != nil {
-		if env, err = p.k.env(p); err != nil {
-			return fmt.Errorf("environment: %w", err)
-		}
+	env, err := p.environment()
+	if err != nil {
+		return err
 	}
 	logf, err := os.OpenFile(p.LogFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -231,6 +258,9 @@ func (p *Proc) launch(ctx context.Context, fresh bool) error {
 	}
 	defer logf.Close()
 	fmt.Fprintf(logf, "--- stack %s: %s %s\n", time.Now().Format(time.RFC3339Nano), prog, strings.Join(args, " "))
+	if len(p.extraEnv) > 0 {
+		fmt.Fprintf(logf, "--- with %s (RestartWith, this start only)\n", strings.Join(p.extraEnv, " "))
+	}
 
 	cmd := exec.Command(prog, args...)
 	cmd.Dir = p.dir()
@@ -288,6 +318,19 @@ func (p *Proc) launch(ctx context.Context, fresh bool) error {
 	return nil
 }
 
+// environment is the server's whole environment, nil to inherit this
+// process's: its kind's, then RestartWith's for this start.
+func (p *Proc) environment() ([]string, error) {
+	if p.k.env == nil {
+		return nil, nil
+	}
+	env, err := p.k.env(p)
+	if err != nil {
+		return nil, fmt.Errorf("environment: %w", err)
+	}
+	return append(env, p.extraEnv...), nil
+}
+
 // kill is Kill without the lock.
 func (p *Proc) kill() error {
 	pid := p.Pid()
@@ -326,8 +369,9 @@ func (p *Proc) term() error {
 	return p.waitGone(pid, killWait)
 }
 
-// close is Close's part for one process: heal it, term it if it runs, and
-// remove its pid file even if stale.
+// close is Close's part for one process: heal it, term it if it runs,
+// remove its pid file even if stale, and put an app's clicks directory
+// back on disk if a chaos run left it on a tmpfs (MountClicks).
 func (p *Proc) close() error {
 	return p.control("stop", "", func() error {
 		healErr := p.heal(context.Background())
@@ -335,13 +379,17 @@ func (p *Proc) close() error {
 		if err == nil {
 			p.s.log.Info("stopped", "proc", p.Name)
 		}
+		var mountErr error
 		if p.Pid() == 0 {
 			os.Remove(p.pidFile())
+			if on, merr := p.ClicksMounted(); merr != nil || on {
+				mountErr = cmp.Or(merr, p.unmountClicks())
+			}
 		}
 		if errors.Is(err, ErrNotRunning) {
 			err = nil
 		}
-		return errors.Join(healErr, err)
+		return errors.Join(healErr, err, mountErr)
 	})
 }
 

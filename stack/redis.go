@@ -231,3 +231,62 @@ func ask[C io.Closer](ctx context.Context, addr string, newClient func(*redis.Op
 	defer c.Close()
 	return f(ctx, c)
 }
+
+// ConfigGet reads the setting param ("maxmemory") of the Redis node p
+// with CONFIG GET, the way a chaos run notes what it is about to change.
+func (p *Proc) ConfigGet(ctx context.Context, param string) (string, error) {
+	if p.Kind != KindRedis {
+		return "", fmt.Errorf("config get %s of %s: kind %s, want %s", param, p.Name, p.Kind, KindRedis)
+	}
+	var got map[string]string
+	err := ask(ctx, p.Addr(), redis.NewClient, func(ctx context.Context, c *redis.Client) (err error) {
+		got, err = c.ConfigGet(ctx, param).Result()
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("config get %s of %s: %w", param, p.Name, err)
+	}
+	v, ok := got[param]
+	if !ok {
+		return "", fmt.Errorf("config get %s of %s: no such setting (got %v)", param, p.Name, got)
+	}
+	return v, nil
+}
+
+// ConfigSet changes the setting param of the running Redis node p with
+// CONFIG SET; nothing is written to its config file, and the next start
+// (Restart) writes the stack's settings afresh.
+func (p *Proc) ConfigSet(ctx context.Context, param, value string) error {
+	if p.Kind != KindRedis {
+		return fmt.Errorf("config set %s of %s: kind %s, want %s", param, p.Name, p.Kind, KindRedis)
+	}
+	err := ask(ctx, p.Addr(), redis.NewClient, func(ctx context.Context, c *redis.Client) error {
+		return c.ConfigSet(ctx, param, value).Err()
+	})
+	if err != nil {
+		return fmt.Errorf("config set %s %s of %s: %w", param, value, p.Name, err)
+	}
+	return nil
+}
+
+// UsedMemory returns the bytes the Redis node p reports in use
+// (used_memory of INFO memory): a maxmemory at or below it makes the node
+// refuse writes under the noeviction policy.
+func (p *Proc) UsedMemory(ctx context.Context) (int64, error) {
+	if p.Kind != KindRedis {
+		return 0, fmt.Errorf("used memory of %s: kind %s, want %s", p.Name, p.Kind, KindRedis)
+	}
+	var info *redis.InfoCmd
+	err := ask(ctx, p.Addr(), redis.NewClient, func(ctx context.Context, c *redis.Client) error {
+		info = c.InfoMap(ctx, "memory")
+		return info.Err()
+	})
+	if err != nil {
+		return 0, fmt.Errorf("used memory of %s: %w", p.Name, err)
+	}
+	n, err := strconv.ParseInt(info.Item("Memory", "used_memory"), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("used memory of %s: %w", p.Name, err)
+	}
+	return n, nil
+}

@@ -2,8 +2,12 @@
 // three redis-server nodes and three redis-sentinels — and, when asked, the
 // shortener apps and nginx in front of them, as real local processes on
 // 127.0.0.1, and gives chaos tests and the cmd/stack CLI the controls they
-// need: kill, terminate, freeze, continue, restart, partition and heal, and
-// "who is the Redis master now".
+// need: kill, terminate, freeze, continue, restart (RestartWith: with extra
+// environment for that start), partition and heal, and "who is the Redis
+// master now"; for gray and resource faults, a freeze cycle of several
+// servers (FreezeCycle), a Redis node's settings (ConfigGet, ConfigSet),
+// and an app's clicks directory on a small tmpfs that can be filled, or
+// put back from an older copy (clicks.go).
 //
 // Everything a stack owns lives in one state directory:
 //
