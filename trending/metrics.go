@@ -15,6 +15,7 @@ type metrics struct {
 	dropped     prometheus.Counter
 	local       prometheus.Gauge
 	removed     prometheus.Counter
+	setAside    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -47,8 +48,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "shortener_trending_removed_total",
 			Help: "Deleted or expired links removed from Redis's trending sets.",
 		}),
+		// The file label is a constant label so that another package may
+		// register the same name for its own state file (with the same
+		// help text), and so that the series reads 0 from the start.
+		setAside: prometheus.NewCounter(prometheus.CounterOpts{
+			Name:        "shortener_state_files_set_aside_total",
+			Help:        "State files found unreadable or invalid at start and not used (moved to <file>.corrupt-<UTC time> where possible); the log says why.",
+			ConstLabels: prometheus.Labels{"file": "trending_spool"},
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.state, m.transitions, m.batches, m.queued, m.dropped, m.local, m.removed} {
+	for _, c := range []prometheus.Collector{m.state, m.transitions, m.batches, m.queued, m.dropped, m.local, m.removed, m.setAside} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("register trending metrics"), err)
 		}

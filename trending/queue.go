@@ -1,12 +1,14 @@
 package trending
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // slot is a link's clicks in one minute: the unit a batch carries, from
@@ -106,15 +108,24 @@ type spoolCount struct {
 	N      uint64 `json:"n"`
 }
 
-// save writes the queue to path atomically (a temporary file renamed over
-// it), or removes the file when the queue is empty. A process killed at
-// any point leaves either the old spool or the new one.
+// save writes the queue to path durably, or removes the file when the
+// queue is empty. The new spool is written to path.tmp, synced, renamed
+// over path, and the directory synced: a process killed or a machine
+// losing power at any point leaves either the old spool or the new one,
+// whole. Without the syncs a power loss can leave the renamed file empty
+// (the rename reached the disk before the data) or bring the old spool
+// back; an old spool only replays batches Redis skips as duplicates, but
+// the new one's clicks would be lost.
 func (q *queue) save(path, node string) error {
 	if path == "" || !q.dirty {
 		return nil
 	}
 	if len(q.batches) == 0 {
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(path); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("remove spool: %w", err)
+			}
+		} else if err := syncDir(filepath.Dir(path)); err != nil {
 			return fmt.Errorf("remove spool: %w", err)
 		}
 		q.dirty = false
@@ -132,23 +143,49 @@ func (q *queue) save(path, node string) error {
 	if err != nil {
 		return fmt.Errorf("encode spool: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("write spool: %w", err)
-	}
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("write spool: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := writeFileSynced(path, data); err != nil {
 		return fmt.Errorf("write spool: %w", err)
 	}
 	q.dirty = false
 	return nil
 }
 
+// writeFileSynced replaces path with data durably: temporary file, fsync,
+// rename, fsync of the directory.
+func writeFileSynced(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err = errors.Join(err, f.Sync(), f.Close()); err != nil {
+		os.Remove(tmp) //nolint:errcheck // the write's error is the one to report
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
+
 // load reads a spool written by save; a missing file is an empty queue.
 // Every loaded batch counts as sent: the crashed instance may have applied
-// it, and only its sequence number can tell.
+// it, and only its sequence number can tell. A spool that cannot be read,
+// decoded or trusted is an error and leaves q untouched; the caller sets
+// it aside (setAside) rather than refusing to start.
 func (q *queue) load(path, node string) error {
 	if path == "" {
 		return nil
@@ -162,7 +199,10 @@ func (q *queue) load(path, node string) error {
 	}
 	var f spoolFile
 	if err := json.Unmarshal(data, &f); err != nil {
-		return fmt.Errorf("decode spool %s: %w", path, err)
+		return fmt.Errorf("decode spool: %w", err)
+	}
+	if err := f.check(); err != nil {
+		return fmt.Errorf("check spool: %w", err)
 	}
 	if f.Node == node {
 		q.lastSeq = max(q.lastSeq, f.LastSeq)
@@ -180,4 +220,66 @@ func (q *queue) load(path, node string) error {
 		q.batches = append(q.batches, b)
 	}
 	return nil
+}
+
+// check refuses a spool that decodes but that save cannot have written,
+// and whose replay would go wrong: Redis applies a node's batches only in
+// rising sequence order (one out of order would be skipped, its clicks
+// lost), the writer's own batches are at or below its last sequence (or a
+// new batch could reuse a replayed one's number and be skipped), and
+// every count names a code, a minute and at least one click. Negative
+// counts already fail to decode into uint64.
+func (f *spoolFile) check() error {
+	if f.Node == "" {
+		return errors.New("no node")
+	}
+	last := map[string]int64{} // per node, the last sequence seen
+	for i, b := range f.Batches {
+		owner := cmp.Or(b.Node, f.Node)
+		switch {
+		case b.Seq <= 0:
+			return fmt.Errorf("batch %d: sequence %d is not positive", i, b.Seq)
+		case b.Seq <= last[owner]:
+			return fmt.Errorf("batch %d: sequence %d of node %q follows %d", i, b.Seq, owner, last[owner])
+		case b.Node == "" && b.Seq > f.LastSeq:
+			return fmt.Errorf("batch %d: sequence %d is above last_seq %d", i, b.Seq, f.LastSeq)
+		}
+		last[owner] = b.Seq
+		for _, c := range b.Counts {
+			if c.Code == "" || c.Minute <= 0 || c.N == 0 {
+				return fmt.Errorf("batch %d: count %+v is not a code's clicks in a minute", i, c)
+			}
+		}
+	}
+	return nil
+}
+
+// removeStaleTemp removes path.tmp, which only a save interrupted before
+// its rename leaves behind: it may be cut short, and the spool beside it
+// is the last one written whole.
+func removeStaleTemp(path string) error {
+	if path == "" {
+		return nil
+	}
+	if err := os.Remove(path + ".tmp"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// setAside moves a spool load refused to path.corrupt-<UTC time>, where
+// an operator can read it and a later start does not trip on it again,
+// or removes it if it cannot be moved (os.Remove: a directory in the
+// spool's place is only removed if empty). It answers where the file went
+// ("" if removed or left in place, the error saying which).
+func setAside(path string, now time.Time) (string, error) {
+	to := path + ".corrupt-" + now.UTC().Format("20060102T150405Z")
+	err := os.Rename(path, to)
+	if err == nil {
+		return to, nil
+	}
+	if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		return "", fmt.Errorf("left in place: %w", errors.Join(err, rerr))
+	}
+	return "", nil
 }

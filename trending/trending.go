@@ -147,9 +147,18 @@ func New(cfg Config, res Resolver, now func() time.Time, log *slog.Logger, reg p
 		r.overlay[i] = map[int64]*TopK{}
 	}
 	r.breaker = newBreaker(cfg, m, log)
+	// The spool is a convenience, not the record (clicks are in the click
+	// journal and MySQL): a spool that cannot be replayed, say one a power
+	// loss cut short, costs trending its outage clicks and must not keep
+	// the instance from starting.
+	if err := removeStaleTemp(cfg.Spool); err != nil {
+		log.Warn("trending spool: leftover temporary file not removed", "path", cfg.Spool+".tmp", "err", err)
+	}
 	if err := r.q.load(cfg.Spool, cfg.Node); err != nil {
-		r.rdb.Close()
-		return nil, fmt.Errorf("new trending: %w", err)
+		m.setAside.Inc()
+		to, aerr := setAside(cfg.Spool, now())
+		log.Warn("trending spool set aside: its clicks are not merged back",
+			"path", cfg.Spool, "err", err, "moved_to", to, "set_aside_err", aerr)
 	}
 	if n := len(r.q.batches); n > 0 {
 		log.Info("trending spool replayed", "batches", n, "link_minutes", r.q.slots)
