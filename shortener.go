@@ -7,6 +7,7 @@ package shortener
 
 import (
 	"errors"
+	"math"
 	"time"
 )
 
@@ -167,7 +168,7 @@ type Trending struct {
 // position is what makes a batch replayed after a crash count once: the
 // replay finds the segment already counted past its From.
 type ClickBatch struct {
-	Journal int64 // the journal's ID: random, fixed for its directory
+	Journal int64 // the journal's ID: random, new each time an instance opens its journal
 	Node    int64 // node ID of the instance that wrote the segment
 	Segment int64 // the segment's sequence number in its journal
 	From    int64 // the position the segment must be counted through
@@ -177,6 +178,12 @@ type ClickBatch struct {
 	// this batch or an earlier one, as far as the shipper knows.
 	CaughtUp time.Time
 }
+
+// SegmentForgotten is the position of a journal segment that was counted
+// to its end and then forgotten (its file deleted, its row dropped): past
+// the end of any segment, so a copy of it that comes back (a restored
+// backup) counts nothing.
+const SegmentForgotten int64 = math.MaxInt64
 
 // ClickCount is the clicks of one bucket of a series: an hour or a day
 // starting at Start (UTC).

@@ -42,9 +42,10 @@ type Config struct {
 	// MaxBytes bounds the journal on disk; past it new clicks are
 	// dropped (and counted).
 	MaxBytes int64
-	// SegmentBytes is the size of a segment file: it is mapped whole, and
-	// the next begun when it is full. A segment is deleted once wholly
-	// shipped.
+	// SegmentBytes is the size of a segment file: its blocks are
+	// allocated when it begins, it is mapped whole, and the next is begun
+	// when it is full. A segment is deleted once wholly shipped. A new
+	// segment needs this much free space on the volume.
 	SegmentBytes int64
 	// SyncInterval is how often the journal is fsynced: what a machine
 	// crash (not a process crash) can lose.
@@ -75,6 +76,18 @@ const (
 	prefaultWindow    = 512 << 10 // how far ahead
 )
 
+// segmentRetry is how often, while no segment can be begun (the volume
+// is full), a click tries again: often enough that journaling resumes
+// within a moment of space returning, rarely enough that a full disk
+// costs a redirect nothing but a clock read.
+const segmentRetry = 250 * time.Millisecond
+
+// maxRequestSkew is how far in the future a proxied request's time may be
+// by this instance's clock: the two clocks' difference. A later one is a
+// wrong clock or a forged header; it is clamped to this instance's clock
+// (and counted), so nothing future is journaled.
+const maxRequestSkew = time.Second
+
 // observeEvery is how often written clicks are passed to the Observer: a
 // tenth of trending's default tick, so its answers lose nothing, with ten
 // times fewer wake-ups of an idle instance than the 20 ms it was.
@@ -95,14 +108,18 @@ type Journal struct {
 	log  *slog.Logger
 	now  func() time.Time
 
-	mu      sync.Mutex
-	closed  bool
-	f       *os.File // the current segment
-	mem     []byte   // its mapping
-	seq     int64
-	off     int64 // bytes written to the current segment, header included
-	scratch []byte
-	pending []shortener.Click // written, not yet observed
+	mu     sync.Mutex
+	closed bool
+	f      *os.File // the current segment; nil while none could be begun
+	mem    []byte   // its mapping
+	// While no segment can be begun, clicks are dropped for failReason
+	// until retryAt, when the next click tries again.
+	retryAt    time.Time
+	failReason string
+	seq        int64
+	off        int64 // bytes written to the current segment, header included
+	scratch    []byte
+	pending    []shortener.Click // written, not yet observed
 
 	prefault   chan struct{}  // asks prefaultLoop to populate the pages ahead
 	populating sync.WaitGroup // a populate of the current mapping in progress
@@ -116,6 +133,7 @@ type Journal struct {
 	syncs    syncer
 	recorded prometheus.Counter
 	dropped  *prometheus.CounterVec
+	clamped  prometheus.Counter
 }
 
 // Journal errors.
@@ -126,6 +144,19 @@ var (
 // Open opens (or creates) the journal in cfg.Dir and begins a new segment
 // in it; segments left by an earlier run stay for the shipper. obs may be
 // nil.
+//
+// Each Open takes a new random journal ID, written into the header of
+// every segment it begins: batches are counted once per (journal ID,
+// segment, position), so segments must never share an ID with a different
+// history. A directory restored from a backup, or a cloned volume, holds
+// older copies of segments whose positions MySQL has already counted
+// further; had the ID survived in the directory, its new segments would
+// reuse those numbers and be skipped as counted. Its old segments keep
+// their own IDs and ship like any other (see Shipper).
+//
+// Open fails only if the directory cannot be used at all (created,
+// locked). A segment that cannot be begun, on a full volume say, is not
+// an error: clicks are dropped and counted until one can.
 func Open(cfg Config, obs Observer, log *slog.Logger, reg prometheus.Registerer) (*Journal, error) {
 	// No defaults here: cmd/shortener's configuration owns them.
 	if cfg.Dir == "" || cfg.MaxBytes <= 0 || cfg.SegmentBytes <= headerSize+maxPayload+recordHeader || cfg.SyncInterval <= 0 || cfg.MaxRequestAge <= 0 {
@@ -151,13 +182,15 @@ func Open(cfg Config, obs Observer, log *slog.Logger, reg prometheus.Registerer)
 		recorded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "shortener_clicks_recorded_total", Help: "Clicks written to the journal."}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shortener_clicks_dropped_total", Help: "Clicks not journaled: full (the journal reached its bound), error (a segment could not be created), closed, stale (the proxy's request was older than the max request age: the proxy had given up on it)."}, []string{"reason"}),
+			Name: "shortener_clicks_dropped_total", Help: "Clicks not journaled: full (the journal reached its bound), disk_full (its volume has no room for a new segment), error (a segment could not be begun for another reason), closed, stale (the proxy's request was older than the max request age: the proxy had given up on it)."}, []string{"reason"}),
+		clamped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "shortener_click_request_times_clamped_total", Help: "Clicks whose proxied request claimed a time more than a second ahead of this instance's clock; journaled with this instance's time."}),
 	}
 	fail := func(err error) (*Journal, error) {
 		lock.Close()
 		return nil, fmt.Errorf("open journal %s: %w", cfg.Dir, err)
 	}
-	if j.id, err = journalID(cfg.Dir); err != nil {
+	if j.id, err = newJournalID(); err != nil {
 		return fail(err)
 	}
 	segs, err := listSegments(cfg.Dir)
@@ -174,16 +207,17 @@ func Open(cfg Config, obs Observer, log *slog.Logger, reg prometheus.Registerer)
 	if len(segs) > 0 {
 		j.seq = segs[len(segs)-1]
 	}
-	if err := j.rotate(); err != nil {
-		return fail(err)
-	}
-	for _, r := range []string{"full", "error", "closed", "stale"} {
+	j.begin()
+	for _, r := range []string{"full", "disk_full", "error", "closed", "stale"} {
 		j.dropped.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(j.recorded, j.dropped, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		reg.MustRegister(j.recorded, j.dropped, j.clamped, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "shortener_click_journal_bytes", Help: "Bytes of the click journal on disk (shipped segments are deleted)."},
-			func() float64 { return float64(j.size.Load()) }))
+			func() float64 { return float64(j.size.Load()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "shortener_click_journal_free_bytes", Help: "Bytes free on the click journal's volume for an unprivileged writer (statfs); a new segment needs the journal's segment size. -1 if it cannot be read."},
+				j.freeBytes))
 	}
 	go j.observeLoop()
 	go j.prefaultLoop()
@@ -191,7 +225,16 @@ func Open(cfg Config, obs Observer, log *slog.Logger, reg prometheus.Registerer)
 	return j, nil
 }
 
-// ID returns the journal's ID, random and fixed for its directory.
+// freeBytes reads the free space of the journal's volume.
+func (j *Journal) freeBytes() float64 {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(j.cfg.Dir, &st); err != nil {
+		return -1
+	}
+	return float64(st.Bavail) * float64(st.Bsize)
+}
+
+// ID returns the journal's ID: random, new at each Open.
 func (j *Journal) ID() int64 { return j.id }
 
 // Record appends c to the journal. When it returns, the click is in the
@@ -209,6 +252,23 @@ func (j *Journal) Record(c shortener.Click) {
 		j.dropped.WithLabelValues("closed").Inc()
 		return
 	}
+	// The age check reads the clock under mu, which the shipper's
+	// readable takes after reading its own clock: a click the shipper
+	// did not see was checked against a clock reading later than the
+	// shipper's. That is what bounds how far a journal's caught-up time
+	// can run ahead of the requests it has yet to ship
+	// (store.PurgeClickRequests relies on it).
+	if c.Request.Known() {
+		now := j.now().UnixMilli()
+		if now-c.Request.At > j.cfg.MaxRequestAge.Milliseconds() {
+			j.dropped.WithLabelValues("stale").Inc()
+			return
+		}
+		if c.Request.At > now+maxRequestSkew.Milliseconds() {
+			c.Request.At = now
+			j.clamped.Inc()
+		}
+	}
 	rec := appendRecord(j.scratch[:0], c)
 	n := int64(len(rec))
 	// headerSize: room for the segment the click may have to begin.
@@ -217,21 +277,10 @@ func (j *Journal) Record(c shortener.Click) {
 		return
 	}
 	if j.off+n > int64(len(j.mem)) {
-		if err := j.rotate(); err != nil {
-			j.dropped.WithLabelValues("error").Inc()
-			j.log.Error("click journal: cannot begin a segment; click dropped", "err", err)
+		if reason := j.begin(); reason != "" {
+			j.dropped.WithLabelValues(reason).Inc()
 			return
 		}
-	}
-	// The age check reads the clock under mu, which the shipper's
-	// readable takes after reading its own clock: a click the shipper
-	// did not see was checked against a clock reading later than the
-	// shipper's. That is what bounds how far a journal's caught-up time
-	// can run ahead of the requests it has yet to ship
-	// (store.PurgeClickRequests relies on it).
-	if c.Request.Known() && j.now().UnixMilli()-c.Request.At > j.cfg.MaxRequestAge.Milliseconds() {
-		j.dropped.WithLabelValues("stale").Inc()
-		return
 	}
 	copy(j.mem[j.off:], rec)
 	if j.off/prefaultStep != (j.off+n)/prefaultStep {
@@ -243,6 +292,36 @@ func (j *Journal) Record(c shortener.Click) {
 	if j.obs != nil {
 		j.pending = append(j.pending, c)
 	}
+}
+
+// begin seals the current segment and begins the next, and returns ""; or
+// the reason clicks are dropped while no segment can be begun. After a
+// failure it tries again only once segmentRetry has passed, so a full
+// volume costs each click a clock read, not a file created and removed.
+// The caller holds mu (or is Open).
+func (j *Journal) begin() (dropReason string) {
+	if j.failReason != "" && j.now().Before(j.retryAt) {
+		return j.failReason
+	}
+	err := j.rotate()
+	if err == nil {
+		if j.failReason != "" {
+			j.log.Info("click journal: a segment could be begun again; clicks are journaled", "segment", j.seq)
+			j.failReason = ""
+		}
+		return ""
+	}
+	reason := "error"
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		reason = "disk_full"
+	}
+	if j.failReason == "" {
+		// Logged once per outage; the drops are counted by reason.
+		j.log.Error("click journal: cannot begin a segment; clicks are dropped (and counted) until one can be, redirects are unaffected",
+			"reason", reason, "free_bytes", j.freeBytes(), "segment_bytes", j.cfg.SegmentBytes, "err", err)
+	}
+	j.failReason, j.retryAt = reason, j.now().Add(segmentRetry)
+	return reason
 }
 
 // Close seals the current segment, fsyncs the journal and closes it.
@@ -345,8 +424,11 @@ func (j *Journal) observe() {
 }
 
 // rotate seals the current segment and begins segment seq+1: a file of
-// SegmentBytes (sparse: blocks are allocated as they are written) with
-// its header, mapped into memory. The caller holds mu (or is Open).
+// SegmentBytes, its blocks allocated before anything is written to it,
+// with its header, mapped into memory. A write to a page of a shared
+// mapping that the file system cannot back (a sparse file on a full
+// volume) is a SIGBUS, which kills the process; allocating first turns a
+// full volume into this error instead. The caller holds mu (or is Open).
 func (j *Journal) rotate() error {
 	if err := j.seal(); err != nil {
 		j.log.Error("click journal: sealing a segment", "segment", j.seq, "err", err)
@@ -357,7 +439,7 @@ func (j *Journal) rotate() error {
 		return fmt.Errorf("create journal segment %d: %w", seq, err)
 	}
 	mem, err := func() ([]byte, error) {
-		if err := f.Truncate(j.cfg.SegmentBytes); err != nil {
+		if err := allocate(f, j.cfg.SegmentBytes); err != nil {
 			return nil, err
 		}
 		return syscall.Mmap(int(f.Fd()), 0, int(j.cfg.SegmentBytes), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
@@ -372,6 +454,22 @@ func (j *Journal) rotate() error {
 	j.f, j.mem, j.seq, j.off = f, mem, seq, headerSize
 	j.syncs.switchTo(f, j.cfg.Dir)
 	j.askPrefault()
+	return nil
+}
+
+// allocate gives f size bytes of allocated blocks: fallocate, or, on a
+// file system without it, zeros written out.
+func allocate(f *os.File, size int64) error {
+	err := syscall.Fallocate(int(f.Fd()), 0, 0, size)
+	if !errors.Is(err, syscall.EOPNOTSUPP) && !errors.Is(err, syscall.ENOSYS) {
+		return err
+	}
+	zeros := make([]byte, min(size, 1<<20))
+	for off := int64(0); off < size; off += int64(len(zeros)) {
+		if _, err := f.WriteAt(zeros[:min(int64(len(zeros)), size-off)], off); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -442,45 +540,13 @@ func listSegments(dir string) ([]int64, error) {
 	return segs, nil
 }
 
-// journalID reads the journal's ID from dir/ID, creating a random one the
-// first time. Batches are counted once per (journal ID, segment,
-// position), so the ID must differ between directories: a fresh volume
-// starts its segments at 1 again without colliding with an old one's.
-func journalID(dir string) (int64, error) {
-	p := filepath.Join(dir, "ID")
-	b, err := os.ReadFile(p)
-	if err == nil {
-		id, perr := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		if perr != nil || id <= 0 {
-			return 0, fmt.Errorf("journal ID file %s is malformed: %q", p, b)
-		}
-		return id, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return 0, fmt.Errorf("read journal ID: %w", err)
-	}
+// newJournalID returns a random journal ID: positive, never 0.
+func newJournalID() (int64, error) {
 	var r [8]byte
 	if _, err := rand.Read(r[:]); err != nil {
 		return 0, fmt.Errorf("make journal ID: %w", err)
 	}
-	id := int64(binary.BigEndian.Uint64(r[:])>>1) | 1 // positive, never 0
-	tmp := p + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return 0, fmt.Errorf("write journal ID: %w", err)
-	}
-	_, err = fmt.Fprintln(f, id)
-	err = errors.Join(err, f.Sync(), f.Close())
-	if err == nil {
-		err = os.Rename(tmp, p)
-	}
-	if err == nil {
-		err = syncDir(dir)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("write journal ID: %w", err)
-	}
-	return id, nil
+	return int64(binary.BigEndian.Uint64(r[:])>>1) | 1, nil
 }
 
 func syncDir(dir string) error {

@@ -186,7 +186,7 @@ type scan struct {
 	next    int64 // position after the last byte consumed
 	corrupt int   // stretches of bad bytes skipped
 	torn    bool  // the stretch ended in an incomplete record at the limit
-	padding bool  // the stretch ended in zeros (a crashed segment's unwritten tail)
+	padding bool  // the stretch ended in zeros (a crashed segment's unwritten tail), at next
 }
 
 func allZero(b []byte) bool {
@@ -222,9 +222,11 @@ func parse(dst []shortener.Click, in interner, b []byte, pos int64, end bool, ma
 		rest := b[i:]
 		if rest[0] == 0 && !skipping && allZero(rest) {
 			// A segment left by a crash keeps its preallocated tail of
-			// zeros: the end of its records, not corruption.
+			// zeros: the end of its records, not corruption. next stays
+			// at its start: a position past it would claim bytes that,
+			// in a copy of a segment still being written elsewhere (a
+			// cloned volume), are yet to come.
 			s.padding = true
-			i = len(b)
 			break
 		}
 		if rest[0] != recordMagic {

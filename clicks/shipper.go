@@ -17,12 +17,14 @@ import (
 // Sink is where shipped clicks are counted: the source of truth.
 type Sink interface {
 	// ShippedTo returns the position through which a segment is counted,
-	// 0 if none of it is.
+	// 0 if none of it is, or shortener.SegmentForgotten if it was counted to its end and
+	// its position forgotten (ForgetSegments).
 	ShippedTo(ctx context.Context, journal, segment int64) (int64, error)
 	// ShipClicks counts b and records its segment as counted through
 	// b.To, in one transaction, if the segment is counted through exactly
 	// b.From. Otherwise it counts nothing and returns applied false with
-	// the position the segment is counted through. A click whose
+	// the position the segment is counted through (shortener.SegmentForgotten for a
+	// forgotten segment, whatever b.From). A click whose
 	// request (Click.Request) is counted already is not counted again:
 	// dups is how many of b's were such. It must not keep b.Clicks,
 	// which the shipper reuses for its next batch.
@@ -33,7 +35,9 @@ type Sink interface {
 	// for) and returns how many it forgot.
 	PurgeClickRequests(ctx context.Context, maxAge, window, hold time.Duration) (int64, error)
 	// ForgetSegments drops the positions of a journal's segments up to
-	// segment through, whose files are gone.
+	// segment through, whose files are gone, and remembers that each of
+	// them is counted to its end: a copy of one that comes back (a
+	// restored backup of the directory) must not be counted again.
 	ForgetSegments(ctx context.Context, journal, through int64) error
 	// CaughtUp records that every click the journal held before at is
 	// counted.
@@ -68,11 +72,17 @@ type Shipper struct {
 	log *slog.Logger
 	now func() time.Time
 
-	// The segment being shipped; f is nil between segments.
-	f         *os.File
-	seq       int64
-	hdr       header
-	pos       int64
+	// The segment being shipped; f is nil between segments. padded: it
+	// was never sealed by its writer (it ends in zeros).
+	f      *os.File
+	seq    int64
+	hdr    header
+	pos    int64
+	padded bool
+	// passed is the journal of the last segment finished when that is not
+	// this process's own (an earlier run's, or a restored copy's): it is
+	// retired once the shipper moves past its segments.
+	passed    int64
 	lastBeat  time.Time
 	lastPurge time.Time
 	oldest    atomic.Int64 // Unix ns of the oldest unshipped click; 0: none known
@@ -199,7 +209,7 @@ func (s *Shipper) step(ctx context.Context) (idle bool, err error) {
 		}
 		if len(segs) == 0 {
 			s.oldest.Store(0)
-			return true, nil
+			return true, s.retirePassed(ctx, 0)
 		}
 		if err := s.openSegment(ctx, segs[0]); err != nil {
 			return false, err
@@ -228,6 +238,18 @@ func (s *Shipper) step(ctx context.Context) (idle bool, err error) {
 	sc, err := s.read(start, limit)
 	if err != nil {
 		return false, err
+	}
+	if sc.padding {
+		s.padded = true
+		if len(sc.clicks) == 0 && sc.next == start {
+			// Nothing but zeros left: the end of a segment whose writer
+			// crashed (the writer's own current segment is read only up
+			// to what it has written).
+			if !sealed {
+				return true, nil
+			}
+			return false, s.finishSegment(ctx)
+		}
 	}
 	if sc.corrupt > 0 || sc.torn {
 		n := sc.corrupt
@@ -315,7 +337,7 @@ func (s *Shipper) read(start, limit int64) (scan, error) {
 	}
 	sc := parse(s.clicks, s.in, buf, start, start+n == limit, s.cfg.MaxBatch)
 	s.clicks = sc.clicks
-	if sc.next == start && len(sc.clicks) == 0 {
+	if sc.next == start && len(sc.clicks) == 0 && !sc.padding {
 		// A record straddles the read window: cannot happen with
 		// records under maxPayload, but never spin on it.
 		return scan{}, fmt.Errorf("read journal segment %d: no progress at %d", s.seq, start)
@@ -345,22 +367,55 @@ func (s *Shipper) openSegment(ctx context.Context, seq int64) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
+	if err := s.retirePassed(ctx, hdr.journal); err != nil {
+		f.Close()
+		return err
+	}
 	pos, err := s.db.ShippedTo(cctx, hdr.journal, seq)
 	if err != nil {
 		f.Close()
 		s.oldest.CompareAndSwap(0, hdr.created.UnixNano())
 		return fmt.Errorf("position of journal segment %d: %w", seq, err)
 	}
-	s.f, s.seq, s.hdr, s.pos = f, seq, hdr, pos
+	s.f, s.seq, s.hdr, s.pos, s.padded = f, seq, hdr, pos, false
+	return nil
+}
+
+// retirePassed retires the journal of an earlier run (or of a restored
+// directory) once its last segment here is shipped, which is when the
+// next segment, next's (0: none), belongs to another journal: it no
+// longer holds the stats' as_of back. Its segments sort before this
+// run's, which begin after the highest number found at Open.
+func (s *Shipper) retirePassed(ctx context.Context, next int64) error {
+	if s.passed == 0 || s.passed == next {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	if err := s.db.RetireJournal(cctx, s.passed); err != nil {
+		return fmt.Errorf("retire journal %d of an earlier run: %w", s.passed, err)
+	}
+	s.log.Info("journal of an earlier run shipped and retired", "journal_id", s.passed)
+	s.passed = 0
 	return nil
 }
 
 // finishSegment deletes a sealed segment that is shipped to its end.
 func (s *Shipper) finishSegment(ctx context.Context) error {
-	seq, journal := s.seq, s.hdr.journal
+	seq, journal, padded := s.seq, s.hdr.journal, s.padded
 	s.closeSegment()
 	if err := s.j.remove(seq); err != nil {
 		return err
+	}
+	if journal != s.j.ID() {
+		s.passed = journal
+		if padded {
+			// Never sealed: its writer crashed, or this is a copy of a
+			// segment still being written elsewhere (a cloned volume).
+			// Its position stays, so the writer, if alive, goes on from
+			// it; one row per crash.
+			return nil
+		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()

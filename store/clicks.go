@@ -32,19 +32,42 @@ import (
 const batchTimeoutFactor = 5
 
 // ShippedTo returns the position through which a journal segment is
-// counted, 0 if none of it is.
+// counted, 0 if none of it is, or shortener.SegmentForgotten if it was
+// counted to its end and forgotten (ForgetSegments).
 func (s *Store) ShippedTo(ctx context.Context, journal, segment int64) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	pos, err := segmentPosition(ctx, s.db, journal, segment, "")
+	if err != nil {
+		return 0, fmt.Errorf("read journal position: %w: %w", shortener.ErrUnavailable, err)
+	}
+	return pos, nil
+}
+
+// segmentPosition reads a segment's recorded position (its row locked
+// with lock "FOR UPDATE" inside a transaction): its row in click_segments, else
+// shortener.SegmentForgotten if the journal's segments up to it were
+// forgotten, else 0.
+func segmentPosition(ctx context.Context, q querier, journal, segment int64, lock string) (int64, error) {
 	var pos int64
-	err := s.db.QueryRowContext(ctx, "SELECT shipped_to FROM click_segments WHERE journal_id = ? AND segment = ?", journal, segment).Scan(&pos)
+	err := q.QueryRowContext(ctx, "SELECT shipped_to FROM click_segments WHERE journal_id = ? AND segment = ? "+lock, journal, segment).Scan(&pos)
+	if !errors.Is(err, sql.ErrNoRows) {
+		return pos, err
+	}
+	// Not locked: only the segment's own shipper, after counting it to
+	// its end, writes this row, and a gap lock here would let two
+	// shippers' transactions deadlock on their inserts.
+	var through int64
+	err = q.QueryRowContext(ctx, "SELECT through_segment FROM click_segments_forgotten WHERE journal_id = ?", journal).Scan(&through)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, nil
 	case err != nil:
-		return 0, fmt.Errorf("read journal position: %w: %w", shortener.ErrUnavailable, err)
+		return 0, err
+	case segment <= through:
+		return shortener.SegmentForgotten, nil
 	}
-	return pos, nil
+	return 0, nil
 }
 
 type hourKey struct {
@@ -79,9 +102,7 @@ func (s *Store) ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied
 	// The row lock serialises every shipper of this segment (there is one,
 	// but a process restarted while its predecessor's commit is in flight
 	// is two for a moment).
-	err = tx.QueryRowContext(ctx, "SELECT shipped_to FROM click_segments WHERE journal_id = ? AND segment = ? FOR UPDATE",
-		b.Journal, b.Segment).Scan(&pos)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if pos, err = segmentPosition(ctx, tx, b.Journal, b.Segment, "FOR UPDATE"); err != nil {
 		return fail(err)
 	}
 	if pos != b.From {
@@ -290,6 +311,11 @@ func linkIDs(ctx context.Context, tx *sql.Tx, clicks []shortener.Click) (map[str
 }
 
 // execer is a *sql.Tx or *sql.DB.
+// querier is a *sql.DB or *sql.Tx, to read with.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
@@ -365,9 +391,13 @@ func upsertReferrers(ctx context.Context, tx execer, refs map[refKey]int64) erro
 	return nil
 }
 
+// caughtUp records a journal's caught-up time, which only grows, and
+// never past MySQL's own clock: an instance whose clock jumped ahead and
+// back would otherwise pin it in the future, and as_of would claim every
+// click up to then counted while its later clicks were not.
 func caughtUp(ctx context.Context, x execer, journal, node int64, at time.Time) error {
 	_, err := x.ExecContext(ctx, `INSERT INTO click_journals (journal_id, node_id, caught_up_at, updated_at)
-		VALUES (?, ?, ?, NOW(3)) ON DUPLICATE KEY UPDATE node_id = VALUES(node_id),
+		VALUES (?, ?, LEAST(?, UTC_TIMESTAMP(3)), NOW(3)) ON DUPLICATE KEY UPDATE node_id = VALUES(node_id),
 		caught_up_at = GREATEST(caught_up_at, VALUES(caught_up_at)), updated_at = NOW(3)`,
 		journal, node, at.UTC())
 	if err != nil {
@@ -387,12 +417,29 @@ func (s *Store) CaughtUp(ctx context.Context, journal, node int64, at time.Time)
 }
 
 // ForgetSegments drops the recorded positions of a journal's segments up
-// to through, whose files are deleted and never read again.
+// to through, whose files are deleted, and records in the same
+// transaction that each of them is counted whole
+// (click_segments_forgotten): a restored copy of one counts nothing.
 func (s *Store) ForgetSegments(ctx context.Context, journal, through int64) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	if _, err := s.db.ExecContext(ctx, "DELETE FROM click_segments WHERE journal_id = ? AND segment <= ?", journal, through); err != nil {
+	fail := func(err error) error {
 		return fmt.Errorf("forget journal segments: %w: %w", shortener.ErrUnavailable, err)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fail(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if _, err := tx.ExecContext(ctx, `INSERT INTO click_segments_forgotten (journal_id, through_segment, updated_at) VALUES (?, ?, NOW(3))
+		ON DUPLICATE KEY UPDATE through_segment = GREATEST(through_segment, VALUES(through_segment)), updated_at = NOW(3)`, journal, through); err != nil {
+		return fail(err)
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM click_segments WHERE journal_id = ? AND segment <= ?", journal, through); err != nil {
+		return fail(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fail(err)
 	}
 	return nil
 }

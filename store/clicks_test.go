@@ -121,7 +121,7 @@ func TestShipClicksOnce(t *testing.T) {
 	}
 
 	// A retired journal no longer holds as_of back; forgotten segments
-	// read as unshipped.
+	// read as counted whole (TestForgottenSegmentsCountNothing).
 	if err := st.RetireJournal(ctx, 9); err != nil {
 		t.Fatal(err)
 	}
@@ -131,8 +131,8 @@ func TestShipClicksOnce(t *testing.T) {
 	if err := st.ForgetSegments(ctx, 9, 1); err != nil {
 		t.Fatal(err)
 	}
-	if pos, err := st.ShippedTo(ctx, 9, 1); err != nil || pos != 0 {
-		t.Errorf("ShippedTo after forgetting: %d, %v; want 0", pos, err)
+	if pos, err := st.ShippedTo(ctx, 9, 1); err != nil || pos != shortener.SegmentForgotten {
+		t.Errorf("ShippedTo after forgetting: %d, %v; want SegmentForgotten", pos, err)
 	}
 }
 
@@ -273,4 +273,72 @@ func TestShipClicksRequestOnce(t *testing.T) {
 		t.Fatalf("purge with every journal caught up: %d, %v; want 3 (the sets of old and edge, edge's twice: older than the 10-minute window)", n, err)
 	}
 	again(36, recent, 1) // inside the window: remembered
+}
+
+// TestForgottenSegmentsCountNothing forgets a journal's segments once
+// counted: their positions go, and a copy of one that comes back (a
+// restored backup of the journal directory) is answered as counted to its
+// end, from ShippedTo and from ShipClicks alike, while a later segment of
+// the same journal counts as usual.
+func TestForgottenSegmentsCountNothing(t *testing.T) {
+	st := migrated(t)
+	ctx := context.Background()
+	at := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	batch := func(seg, from, to int64) shortener.ClickBatch {
+		return shortener.ClickBatch{Journal: 51, Node: 1, Segment: seg, From: from, To: to, Clicks: []shortener.Click{{LinkID: 500, At: at}}}
+	}
+	for seg := int64(1); seg <= 3; seg++ {
+		if applied, _, _, err := st.ShipClicks(ctx, batch(seg, 0, 100)); !applied || err != nil {
+			t.Fatalf("ship segment %d: %v, %v", seg, applied, err)
+		}
+	}
+	if err := st.ForgetSegments(ctx, 51, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ seg, want int64 }{{1, shortener.SegmentForgotten}, {2, shortener.SegmentForgotten}, {3, 100}, {4, 0}} {
+		if pos, err := st.ShippedTo(ctx, 51, tc.seg); err != nil || pos != tc.want {
+			t.Errorf("ShippedTo segment %d: %d, %v; want %d", tc.seg, pos, err, tc.want)
+		}
+	}
+	// The restored copy's shipper, finding no row, would ship from 0.
+	if applied, pos, _, err := st.ShipClicks(ctx, batch(1, 0, 100)); applied || pos != shortener.SegmentForgotten || err != nil {
+		t.Errorf("ship a forgotten segment again: applied %v at %d, %v; want not applied, SegmentForgotten", applied, pos, err)
+	}
+	if applied, _, _, err := st.ShipClicks(ctx, batch(4, 0, 100)); !applied || err != nil {
+		t.Errorf("ship the next segment: %v, %v; want applied", applied, err)
+	}
+	// Forgetting is monotonic: an older through does not bring segments back.
+	if err := st.ForgetSegments(ctx, 51, 1); err != nil {
+		t.Fatal(err)
+	}
+	if pos, _ := st.ShippedTo(ctx, 51, 2); pos != shortener.SegmentForgotten {
+		t.Errorf("ShippedTo segment 2 after forgetting through 1 again: %d, want SegmentForgotten", pos)
+	}
+	stats, err := st.ClickStats(ctx, 500, at.Truncate(time.Hour), at.Truncate(time.Hour).Add(time.Hour), false, 1)
+	if err != nil || stats.Total != 4 {
+		t.Errorf("link 500 has %d clicks (%v), want 4: one per segment, none twice", stats.Total, err)
+	}
+}
+
+// TestCaughtUpNeverInFuture records a caught-up time an hour ahead, as an
+// instance whose clock jumped forward would: it is stored as MySQL's now,
+// so once the clock is back as_of does not claim the next hour counted.
+func TestCaughtUpNeverInFuture(t *testing.T) {
+	st := migrated(t)
+	ctx := context.Background()
+	now := time.Now().UTC()
+	if err := st.CaughtUp(ctx, 61, 1, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	// The clock is back: the journal is caught up only to now.
+	if err := st.CaughtUp(ctx, 61, 1, now); err != nil {
+		t.Fatal(err)
+	}
+	var stored time.Time
+	if err := st.CaughtUpAt(ctx, 61, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored.After(now.Add(time.Minute)) {
+		t.Errorf("journal 61 caught up at %v, an hour ahead of %v: a clock that jumped pinned it", stored, now)
+	}
 }

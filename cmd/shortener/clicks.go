@@ -108,10 +108,23 @@ func (cfg Config) clicksConfig() clicks.Config {
 		Dir:           cfg.ClicksDir,
 		NodeID:        cfg.NodeID,
 		MaxBytes:      int64(cfg.ClicksMaxBytes),
-		SegmentBytes:  min(16<<20, max(1<<20, int64(cfg.ClicksMaxBytes)/16)),
+		SegmentBytes:  cfg.segmentBytes(),
 		SyncInterval:  cfg.ClicksSyncInterval,
 		MaxRequestAge: cfg.ClicksMaxRequestAge,
 	}
+}
+
+// minSegmentBytes is the smallest segment the configuration accepts: a
+// few hundred clicks.
+const minSegmentBytes = 16 << 10
+
+// segmentBytes is the journal's segment size: as configured, or a
+// sixteenth of the bound, between 1 and 16 MiB.
+func (cfg Config) segmentBytes() int64 {
+	if cfg.ClicksSegmentBytes > 0 {
+		return int64(cfg.ClicksSegmentBytes)
+	}
+	return min(16<<20, max(1<<20, int64(cfg.ClicksMaxBytes)/16))
 }
 
 // shipperConfig is the shipper's: a batch's transaction may take a few

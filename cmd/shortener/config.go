@@ -89,6 +89,7 @@ type Config struct {
 	Clicks             bool
 	ClicksDir          string
 	ClicksMaxBytes     int
+	ClicksSegmentBytes int
 	ClicksSyncInterval time.Duration
 	ClicksDrainTimeout time.Duration
 	// A click whose nginx request is older than this when journaled is
@@ -229,6 +230,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.boolean(&c.Clicks, "clicks", "SHORTENER_CLICKS", true, "count clicks: journal each redirect on local disk and ship the journal to MySQL")
 	e.str(&c.ClicksDir, "clicks-dir", "SHORTENER_CLICKS_DIR", "clicks", "directory of this instance's click journal (relative to the working directory); one instance per directory, on a volume that outlives the process")
 	e.int(&c.ClicksMaxBytes, "clicks-max-bytes", "SHORTENER_CLICKS_MAX_BYTES", 1<<30, "bound of the click journal on disk; past it (MySQL down long enough) new clicks are dropped and counted")
+	e.int(&c.ClicksSegmentBytes, "clicks-segment-bytes", "SHORTENER_CLICKS_SEGMENT_BYTES", 0, "size of a click journal segment, allocated whole when it begins, so a new one needs this much free space on the volume (0: a sixteenth of the max bytes, between 1 and 16 MiB)")
 	e.dur(&c.ClicksSyncInterval, "clicks-sync-interval", "SHORTENER_CLICKS_SYNC_INTERVAL", time.Second, "how often the click journal is fsynced: what a machine crash (not a process crash) can lose")
 	e.dur(&c.ClicksDrainTimeout, "clicks-drain-timeout", "SHORTENER_CLICKS_DRAIN_TIMEOUT", 5*time.Second, "on shutdown, how long to ship what the journal holds (the rest ships at the next start)")
 	e.dur(&c.ClicksMaxRequestAge, "clicks-max-request-age", "SHORTENER_CLICKS_MAX_REQUEST_AGE", 30*time.Second, "a redirect whose request nginx passed on longer ago than this is not counted (nginx gave up on it and retried elsewhere, or answered 504); must exceed nginx's longest wait for a redirect (1 s) plus the clock difference between nginx and the app")
@@ -307,6 +309,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	if c.Clicks && (c.ClicksDir == "" || c.ClicksMaxBytes <= 0 || c.ClicksSyncInterval <= 0 || c.ClicksMaxRequestAge <= 0 || c.ClicksRequestHold <= 0) {
 		errs = append(errs, errors.New("clicks: need a journal directory, a positive max bytes, sync interval, max request age and request hold (or SHORTENER_CLICKS=false)"))
 	}
+	if c.Clicks && c.ClicksSegmentBytes != 0 && (c.ClicksSegmentBytes < minSegmentBytes || c.ClicksSegmentBytes > c.ClicksMaxBytes) {
+		errs = append(errs, fmt.Errorf("clicks: segment bytes must be 0 (derived) or between %d and the max bytes (%d), got %d", minSegmentBytes, c.ClicksMaxBytes, c.ClicksSegmentBytes))
+	}
 	if failures < 1 || window < failures {
 		errs = append(errs, fmt.Errorf("breaker: need 1 <= failures (%d) <= window (%d)", failures, window))
 	}
@@ -363,7 +368,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("redis_master", c.RedisMaster), slog.Any("redis_sentinels", c.RedisSentinels),
 		slog.String("redis_password", pw), slog.Bool("code_key_default", c.CodeKey == idgen.DefaultKey), slog.Bool("api_key_set", c.APIKey != ""), slog.Bool("admin_key_set", c.AdminKey != ""),
 		slog.Bool("trending_keyed", c.TrendingKeyed), slog.String("trending_spool", c.TrendingSpool),
-		slog.Bool("clicks", c.Clicks), slog.String("clicks_dir", c.ClicksDir), slog.Int("clicks_max_bytes", c.ClicksMaxBytes),
+		slog.Bool("clicks", c.Clicks), slog.String("clicks_dir", c.ClicksDir), slog.Int("clicks_max_bytes", c.ClicksMaxBytes), slog.Int("clicks_segment_bytes", c.ClicksSegmentBytes),
 		slog.String("clicks_sync_interval", c.ClicksSyncInterval.String()),
 		slog.String("clicks_max_request_age", c.ClicksMaxRequestAge.String()), slog.String("clicks_request_hold", c.ClicksRequestHold.String()),
 		slog.Int("l1_size", c.L1Size), slog.String("l1_ttl", c.L1TTL.String()), slog.String("redis_timeout", c.RedisTimeout.String()),

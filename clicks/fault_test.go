@@ -1,0 +1,362 @@
+package clicks
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"shortener"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"shortener/stack/stacktest"
+	"shortener/store"
+)
+
+// Resource faults: a full volume, a directory restored from an older copy
+// or cloned, a proxy clock in the future. Each must leave redirects
+// untouched and count every click once, or drop it and count the drop.
+
+// tmpfs mounts a tmpfs of size bytes on a fresh directory until the test
+// ends: a volume that really fills (as root; the test fails without root
+// under make test, and skips otherwise).
+func tmpfs(t *testing.T, size int) string {
+	t.Helper()
+	stacktest.RequireRoot(t)
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size="+strconv.Itoa(size)); err != nil {
+		t.Fatalf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount tmpfs: %v", err)
+		}
+	})
+	return dir
+}
+
+// fill writes a file in dir until the volume has no room left, and
+// returns its path.
+func fill(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "filler")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	block := make([]byte, 4096)
+	for {
+		if _, err := f.Write(block); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("fill: %v", err)
+			}
+			return p
+		}
+	}
+}
+
+func dropped(j *Journal, reason string) float64 {
+	return testutil.ToFloat64(j.dropped.WithLabelValues(reason))
+}
+
+// TestFullVolume fills the journal's volume (a 256 KiB tmpfs, 64 KiB
+// segments) under a writer: no signal kills the process, the clicks that
+// find no room are dropped and counted as disk_full, the shipper still
+// ships what was journaled, and journaling resumes by itself once space
+// returns. On the old sparse mapping the first write to an unbacked page
+// was a SIGBUS, which ends this test binary.
+func TestFullVolume(t *testing.T) {
+	dir := tmpfs(t, 256<<10)
+	reg := prometheus.NewRegistry()
+	j, err := Open(withDefaults(t, Config{Dir: dir, NodeID: 1, SegmentBytes: 64 << 10}), nil, discard(), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	now := time.Now()
+	j.now = func() time.Time { return now }
+	filler := fill(t, dir)
+
+	// The current segment was allocated before the volume filled: it
+	// takes clicks until it is full, then none can be begun.
+	at := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	n := 0
+	for ; dropped(j, "disk_full") == 0; n++ {
+		if n > 100_000 {
+			t.Fatal("no click dropped as disk_full after 100,000 on a full volume")
+		}
+		j.Record(click(int64(n%10+1), at))
+	}
+	recorded := int(testutil.ToFloat64(j.recorded))
+	for range 1000 {
+		j.Record(click(1, at))
+	}
+	if got := dropped(j, "disk_full"); got != 1001 {
+		t.Errorf("disk_full drops %v, want 1001 (one per click after the volume filled)", got)
+	}
+	if got := int(testutil.ToFloat64(j.recorded)); got != recorded {
+		t.Errorf("recorded %d while full, want still %d", got, recorded)
+	}
+	if free := j.freeBytes(); free >= float64(64<<10) {
+		t.Errorf("free bytes gauge %v on a full volume", free)
+	}
+
+	// The shipper ships what was journaled (the sealed segment), and
+	// deleting it frees room for the next.
+	sink := newMemSink()
+	runShipper(t, j, sink, nil)
+	eventually(t, "the journaled clicks shipped", func() bool { return sink.total() == recorded })
+
+	// Space returns: within a retry interval the next click begins a
+	// segment and is journaled.
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	j.Record(click(1, at)) // still inside the retry interval
+	if got := dropped(j, "disk_full"); got != 1002 {
+		t.Errorf("disk_full drops %v, want 1002: no retry before %s", got, segmentRetry)
+	}
+	j.mu.Lock()
+	now = now.Add(segmentRetry)
+	j.mu.Unlock()
+	j.Record(click(1, at))
+	if got := int(testutil.ToFloat64(j.recorded)); got != recorded+1 {
+		t.Fatalf("recorded %d after space returned, want %d", got, recorded+1)
+	}
+	eventually(t, "the click after the outage shipped", func() bool { return sink.total() == recorded+1 })
+}
+
+// TestOpenOnFullVolume starts a journal on a volume that is already full:
+// Open succeeds (the app must start and serve redirects), every click is
+// dropped and counted until there is room, then journaled.
+func TestOpenOnFullVolume(t *testing.T) {
+	dir := tmpfs(t, 128<<10)
+	if err := os.WriteFile(filepath.Join(dir, "LOCK"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	filler := fill(t, dir)
+	j, err := Open(withDefaults(t, Config{Dir: dir, NodeID: 1, SegmentBytes: 64 << 10}), nil, discard(), nil)
+	if err != nil {
+		t.Fatalf("Open on a full volume: %v", err)
+	}
+	t.Cleanup(func() { j.Close() })
+	now := time.Now()
+	j.now = func() time.Time { return now }
+	at := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	for range 10 {
+		j.Record(click(1, at))
+	}
+	if got := dropped(j, "disk_full"); got != 10 {
+		t.Errorf("disk_full drops %v, want 10", got)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	j.mu.Lock()
+	now = now.Add(segmentRetry)
+	j.mu.Unlock()
+	j.Record(click(1, at))
+	if got := testutil.ToFloat64(j.recorded); got != 1 {
+		t.Errorf("recorded %v once space returned, want 1", got)
+	}
+	if got := segmentCount(t, dir); got != 1 {
+		t.Errorf("%d segments, want 1", got)
+	}
+}
+
+// TestFutureRequestClamped journals a click whose proxy claims a request
+// time an hour ahead (a wrong clock, a forged header) with this
+// instance's time instead, and counts it; one within the allowed skew is
+// kept as it is.
+func TestFutureRequestClamped(t *testing.T) {
+	dir := t.TempDir()
+	j := openJournal(t, Config{Dir: dir, NodeID: 1}, nil)
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	j.now = func() time.Time { return now }
+	future := click(1, now)
+	future.Request = shortener.ClickRequest{ID: [16]byte{1}, At: now.Add(time.Hour).UnixMilli()}
+	near := click(2, now)
+	near.Request = shortener.ClickRequest{ID: [16]byte{2}, At: now.Add(maxRequestSkew / 2).UnixMilli()}
+	j.Record(future)
+	j.Record(near)
+	if got := testutil.ToFloat64(j.clamped); got != 1 {
+		t.Errorf("clamped %v, want 1", got)
+	}
+	j.Close()
+	segs, _ := listSegments(dir)
+	b, err := os.ReadFile(segmentPath(dir, segs[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := parse(nil, nil, b[headerSize:], headerSize, true, 10)
+	if len(sc.clicks) != 2 {
+		t.Fatalf("read %d clicks, want 2", len(sc.clicks))
+	}
+	if got := sc.clicks[0].Request.At; got != now.UnixMilli() {
+		t.Errorf("future request journaled at %v, want the instance's %v", time.UnixMilli(got).UTC(), now)
+	}
+	if got, want := sc.clicks[1].Request.At, near.Request.At; got != want {
+		t.Errorf("request within the skew journaled at %v, want %v as sent", time.UnixMilli(got).UTC(), time.UnixMilli(want).UTC())
+	}
+}
+
+// copyDir copies a journal directory as a backup or a volume clone does:
+// every file byte for byte (a segment being written is copied as it
+// stands, zeros after its last record), the lock file left behind.
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if e.Name() == "LOCK" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(from, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(to, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// restoreOlderCopy runs the restore of a journal directory from an older
+// backup against sink, whose total reads the clicks counted: a journal
+// ships 600 clicks, is copied, ships 600 more and closes (drained, as an
+// orderly stop); its directory is replaced by the copy and a new run
+// records 600. All 1,800 are counted, each once: the copy's segments are
+// counted already (some forgotten), and the new run's must not be taken
+// for them.
+func restoreOlderCopy(t *testing.T, sink Sink, total func() int) {
+	dir := t.TempDir()
+	cfg := withDefaults(t, Config{Dir: dir, NodeID: 1, SegmentBytes: 4 << 10})
+	j1, err := Open(cfg, nil, discard(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1 := newShipper(t, j1, sink, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s1.Run(ctx) }()
+	record(j1, 600)
+	eventually(t, "600 clicks counted", func() bool { return total() == 600 })
+	backup := filepath.Join(t.TempDir(), "backup")
+	copyDir(t, dir, backup)
+	record(j1, 600)
+	eventually(t, "1,200 clicks counted", func() bool { return total() == 1200 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := j1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s1.Drain(context.Background()); !ok || err != nil {
+		t.Fatalf("Drain: %v, %v", ok, err)
+	}
+
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	copyDir(t, backup, dir)
+	j2 := openJournal(t, cfg, nil)
+	runShipper(t, j2, sink, nil)
+	record(j2, 600)
+	eventually(t, "the restored copy's segments deleted, the new run's shipped", func() bool {
+		return total() >= 1800 && segmentCount(t, dir) == 1
+	})
+	if got := total(); got != 1800 {
+		t.Errorf("counted %d clicks, want 1800", got)
+	}
+}
+
+// cloneLiveVolume runs a clone of a journal's volume taken while its
+// instance runs: the clone's instance starts on the copy while the
+// original goes on writing. Every click of both is counted once: the
+// copies of the original's segments are counted by whichever ships
+// first, and the clone's shipper, reaching the zeros of the original's
+// segment in progress, does not claim the bytes yet to be written there.
+func cloneLiveVolume(t *testing.T, sink Sink, total func() int) {
+	dirA := t.TempDir()
+	a := openJournal(t, Config{Dir: dirA, NodeID: 1, SegmentBytes: 64 << 10}, nil)
+	runShipper(t, a, sink, nil)
+	record(a, 300)
+	eventually(t, "300 clicks counted", func() bool { return total() == 300 })
+	record(a, 200) // in the clone too, not yet counted
+	dirB := filepath.Join(t.TempDir(), "clone")
+	copyDir(t, dirA, dirB)
+	b := openJournal(t, Config{Dir: dirB, NodeID: 2, SegmentBytes: 64 << 10}, nil)
+	runShipper(t, b, sink, nil)
+	record(b, 400)
+	record(a, 500)
+	eventually(t, "1,400 clicks counted", func() bool { return total() >= 1400 })
+	// Both shippers are caught up once each has reached its writer.
+	eventually(t, "both shippers caught up", func() bool {
+		la, _ := a.readable(a.seq)
+		lb, _ := b.readable(b.seq)
+		pa, _ := sink.ShippedTo(context.Background(), a.ID(), a.seq)
+		pb, _ := sink.ShippedTo(context.Background(), b.ID(), b.seq)
+		return pa == la && pb == lb
+	})
+	if got := total(); got != 1400 {
+		t.Errorf("counted %d clicks, want 1400", got)
+	}
+}
+
+func TestRestoredDirectoryCountsOnce(t *testing.T) {
+	sink := newMemSink()
+	restoreOlderCopy(t, sink, sink.total)
+}
+
+func TestClonedVolumeCountsOnce(t *testing.T) {
+	sink := newMemSink()
+	cloneLiveVolume(t, sink, sink.total)
+}
+
+// TestRestoreAndCloneAgainstMySQL runs the restore and the clone against
+// the real store on MariaDB, whose positions, forgotten segments and
+// counts are what production relies on.
+func TestRestoreAndCloneAgainstMySQL(t *testing.T) {
+	s := stacktest.Start(t)
+	db, err := store.Open(store.Config{DSN: s.MySQLDSN(), MaxOpen: 8, QueryTimeout: 2 * time.Second, DialTimeout: time.Second}, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ctx := context.Background()
+	if err := db.Migrate(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	// record's clicks go to links 1..10 on 2026-12-03 from 12:00; each
+	// subtest counts what the store gained since it began.
+	from := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	counted := func() int {
+		n := 0
+		for link := int64(1); link <= 10; link++ {
+			st, err := db.ClickStats(ctx, link, from, from.Add(2*time.Hour), false, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += int(st.Total)
+		}
+		return n
+	}
+	since := func() func() int {
+		base := counted()
+		return func() int { return counted() - base }
+	}
+	t.Run("restored", func(t *testing.T) { restoreOlderCopy(t, db, since()) })
+	t.Run("cloned", func(t *testing.T) { cloneLiveVolume(t, db, since()) })
+}
