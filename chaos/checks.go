@@ -53,6 +53,9 @@ type Run struct {
 	Phases []Window
 	// Marks are the moments the scenario noted (markPromoted, …).
 	Marks map[string]time.Duration
+	// Clicks is the clicks account's tally once it has settled (nil
+	// before, or without the account), for the measures that read it.
+	Clicks *ClicksTally
 	// Report is being built: measures run after its phases, timeline and
 	// ledger are in.
 	Report *Report
@@ -392,12 +395,15 @@ func notClosed(states iter.Seq2[int, BreakerState]) []string {
 	return out
 }
 
-// verdict settles the checks' requirements (waivers, timing) and whether
-// the row holds.
+// verdict settles the checks' requirements (the scenario's requirements
+// and waivers, timing) and whether the row holds.
 func verdict(rep *Report, sc Scenario, c Config) {
 	rep.Holds = len(rep.RunErrors) == 0 && rep.LedgerError == ""
 	for i := range rep.Checks {
 		ch := &rep.Checks[i]
+		if slices.Contains(sc.Require, ch.ID) {
+			ch.Required = true
+		}
 		if ch.Required && slices.Contains(sc.Waive, ch.ID) {
 			ch.Required, ch.What = false, ch.What+" (expected in this scenario)"
 		}

@@ -34,47 +34,71 @@ func (Clicks) Open(ctx context.Context, env *Env) (Settle, error) {
 		return nil, err
 	}
 	return func(ctx context.Context, run *Run) (Entry, error) {
-		e := Entry{Account: "clicks"}
 		drainErr := waitShipped(ctx, env.DB, time.Now())
 		after, err := storedClicks(ctx, env.DB, env.Links)
 		if err != nil {
-			return e, err
+			return Entry{Account: "clicks"}, err
 		}
 		served, unknown := received(run.Results, len(env.Links))
-		var sumServed, sumStored, sumUnknown, lost, double int64
-		for i, l := range env.Links {
-			stored := after[l.Code] - before[l.Code]
-			sumServed += served[i]
-			sumStored += stored
-			sumUnknown += unknown[i]
-			switch {
-			case stored < served[i]:
-				lost += served[i] - stored
-				e.Problems = append(e.Problems, Problem{Kind: "lost clicks", Code: l.Code,
-					Why: fmt.Sprintf("%d redirects received, %d clicks stored", served[i], stored)})
-			case stored > served[i]+unknown[i]:
-				double += stored - served[i] - unknown[i]
-				e.Problems = append(e.Problems, Problem{Kind: "double clicks", Code: l.Code,
-					Why: fmt.Sprintf("%d redirects received (%d unanswered), %d clicks stored", served[i], unknown[i], stored)})
-			}
-		}
-		drained := "yes"
-		if drainErr != nil {
-			drained = drainErr.Error()
-		}
-		e.Figures = []Figure{
-			{Label: "redirects received (3xx, right Location)", Value: fmt.Sprint(sumServed), Column: "clicks served"},
-			{Label: "clicks stored in MySQL for them", Value: fmt.Sprint(sumStored), Column: "clicks stored"},
-			{Label: "redirects unanswered or 502/504 from nginx (may be counted)", Value: fmt.Sprint(sumUnknown)},
-			{Label: "clicks lost", Value: fmt.Sprint(lost), Column: "lost clicks"},
-			{Label: "clicks counted twice", Value: fmt.Sprint(double), Column: "double clicks"},
-			{Label: "journals shipped before the count", Value: drained},
-		}
-		e.Checks = []Check{{ID: "clicks", What: "per code, clicks stored in MySQL = redirects received, once the journals have shipped",
-			Want: "0 lost, 0 double", Got: fmt.Sprintf("%d lost, %d double (%d served, %d stored)", lost, double, sumServed, sumStored),
-			OK: lost == 0 && double == 0 && drainErr == nil, Required: true}}
+		e, tally := checkClicks(env.Links, served, unknown, before, after, drainErr)
+		run.Clicks = &tally
 		return e, nil
 	}, nil
+}
+
+// ClicksTally is the clicks account's arithmetic, which it leaves on the
+// Run for a scenario whose row explains lost clicks by something else
+// (ClicksExplainedByDrops).
+type ClicksTally struct {
+	// Served are the redirects received, Stored the clicks MySQL holds
+	// for them, Unknown the redirects that may or may not be counted.
+	Served, Stored, Unknown int64
+	// Lost and Double sum, per code, the clicks stored below the
+	// redirects received, and above the redirects received and unknown.
+	Lost, Double int64
+	// Drained is nil when every journal shipped before the count.
+	Drained error
+}
+
+// checkClicks compares, per link, the redirects the load received (served
+// and unknown, by link index) with the clicks stored for its code before
+// and after the run, once the journals have shipped or not (drainErr). It
+// is pure, so it can be tested on hand-made inputs.
+func checkClicks(links []Link, served, unknown []int64, before, after map[string]int64, drainErr error) (Entry, ClicksTally) {
+	e := Entry{Account: "clicks"}
+	t := ClicksTally{Drained: drainErr}
+	for i, l := range links {
+		stored := after[l.Code] - before[l.Code]
+		t.Served += served[i]
+		t.Stored += stored
+		t.Unknown += unknown[i]
+		switch {
+		case stored < served[i]:
+			t.Lost += served[i] - stored
+			e.Problems = append(e.Problems, Problem{Kind: "lost clicks", Code: l.Code,
+				Why: fmt.Sprintf("%d redirects received, %d clicks stored", served[i], stored)})
+		case stored > served[i]+unknown[i]:
+			t.Double += stored - served[i] - unknown[i]
+			e.Problems = append(e.Problems, Problem{Kind: "double clicks", Code: l.Code,
+				Why: fmt.Sprintf("%d redirects received (%d unanswered), %d clicks stored", served[i], unknown[i], stored)})
+		}
+	}
+	drained := "yes"
+	if drainErr != nil {
+		drained = drainErr.Error()
+	}
+	e.Figures = []Figure{
+		{Label: "redirects received (3xx, right Location)", Value: fmt.Sprint(t.Served), Column: "clicks served"},
+		{Label: "clicks stored in MySQL for them", Value: fmt.Sprint(t.Stored), Column: "clicks stored"},
+		{Label: "redirects unanswered or 502/504 from nginx (may be counted)", Value: fmt.Sprint(t.Unknown)},
+		{Label: "clicks lost", Value: fmt.Sprint(t.Lost), Column: "lost clicks"},
+		{Label: "clicks counted twice", Value: fmt.Sprint(t.Double), Column: "double clicks"},
+		{Label: "journals shipped before the count", Value: drained},
+	}
+	e.Checks = []Check{{ID: "clicks", What: "per code, clicks stored in MySQL = redirects received, once the journals have shipped",
+		Want: "0 lost, 0 double", Got: fmt.Sprintf("%d lost, %d double (%d served, %d stored)", t.Lost, t.Double, t.Served, t.Stored),
+		OK: t.Lost == 0 && t.Double == 0 && drainErr == nil, Required: true}}
+	return e, t
 }
 
 // received counts, per link, the redirects the load received (3xx with

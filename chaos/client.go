@@ -67,17 +67,13 @@ type answer struct {
 	body       []byte // up to 64 KiB
 }
 
-// send makes one request, a GET of url or, with a body, a create's POST
-// under Idempotency-Key key, and reads the answer. The body is read so
-// that the connection is reused; an error while reading it is the
-// request's error.
-func send(ctx context.Context, c *http.Client, url, key string, body []byte, timeout time.Duration) (answer, error) {
+// send makes one request, a GET or DELETE of url or, with a body, a
+// create's POST under Idempotency-Key key, and reads the answer. The body
+// is read so that the connection is reused; an error while reading it is
+// the request's error.
+func send(ctx context.Context, c *http.Client, method, url, key string, body []byte, timeout time.Duration) (answer, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	method := http.MethodGet
-	if body != nil {
-		method = http.MethodPost
-	}
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
 	if err != nil {
 		return answer{}, err
@@ -106,7 +102,7 @@ func send(ctx context.Context, c *http.Client, url, key string, body []byte, tim
 // lookup resolves code through base and wants 302 to url or, for a code
 // never issued (url ""), 404.
 func lookup(ctx context.Context, c *http.Client, base, code, url string, timeout time.Duration, r *Result) {
-	a, err := send(ctx, c, base+"/"+code, "", nil, timeout)
+	a, err := send(ctx, c, http.MethodGet, base+"/"+code, "", nil, timeout)
 	r.Status, r.ServedBy = a.status, a.servedBy
 	what, want := "GET", http.StatusFound
 	if url == "" {
@@ -176,7 +172,7 @@ func create(ctx context.Context, c *http.Client, base string, timeout time.Durat
 	body, _ := json.Marshal(map[string]string{"url": r.URL})
 	for attempt := 1; ; attempt++ {
 		r.Attempts = attempt
-		a, err := send(ctx, c, base+"/api/v1/links", r.Key, body, timeout)
+		a, err := send(ctx, c, http.MethodPost, base+"/api/v1/links", r.Key, body, timeout)
 		status := a.status
 		var got struct{ Code, URL string } // of a 201, what the ledger needs
 		if err == nil && status == http.StatusCreated {

@@ -12,13 +12,23 @@
 //
 // It talks to the stack only as a user and an operator would: HTTP to
 // 127.0.0.1 (the target for the load, each app's /metrics for its
-// breakers and tiers, parsed with expfmt), the stack package's process
-// controls for the faults, and a read-only MySQL user for the ledger.
+// breakers, tiers and dropped clicks, parsed with expfmt), the stack
+// package's controls for the faults (signals, iptables, a Redis node's
+// settings, an app's clicks directory on a tmpfs that fills up or put
+// back from an older copy), and a read-only MySQL user for the ledger.
+//
+// The faults: the Redis master killed, frozen or black-holed, every Redis
+// node slow (a gray failure), the master refusing writes, all Redis nodes
+// down, the sentinels' quorum lost, the master and an app killed
+// together, an app killed, frozen or restarted, an app's state file
+// corrupt, its journal volume full or its journal restored to an older
+// copy, MySQL down: Scenarios() lists them in the order a full run takes.
 //
 // The files: load.go, client.go and stats.go send and count the load;
 // scenario.go and scenarios.go are the faults (the matrix), health.go the
-// heal; metrics.go reads /metrics; checks.go the checks and measures;
-// ledger.go, clicks.go and trending.go the ledger's accounts; run.go the
+// heal; metrics.go reads /metrics; checks.go the checks and measures,
+// resources.go those of the resource and gray faults; ledger.go,
+// clicks.go, deletes.go and trending.go the ledger's accounts; run.go the
 // Runner; report.go, markdown.go, chart.go and write.go the reports.
 //
 // # The pacer
@@ -52,7 +62,12 @@
 // Scenario.Checks as Measures, which may also fill report figures. There
 // is no switch on scenario names: a scenario whose DESIGN.md row expects a
 // common or ledger check to fail (creates while MySQL is down) waives its
-// ID in Scenario.Waive. A check of wall-clock time sets Timing (see
+// ID in Scenario.Waive, and one whose row promises a check that is only
+// reported elsewhere (trending's quality) requires it in
+// Scenario.Require. A row that states a promise of its own in place of a
+// ledger check waives that check and measures its own: disk-full waives
+// "clicks" and ClicksExplainedByDrops checks served = stored + counted
+// drops from the clicks account's tally (Run.Clicks). A check of wall-clock time sets Timing (see
 // Check.Timing for why tests only report it); compare with the run's own
 // baseline (the steady phase) or the Redis deadline rather than a
 // constant where you can.

@@ -15,9 +15,10 @@ import (
 // heal undoes whatever a scenario may have left broken, so that the next
 // scenario starts from a whole stack, and polls until the stack is whole
 // (see healthy); it returns the last reason it was not if HealTimeout
-// passes first. It removes partitions, thaws frozen processes and
-// restarts those that are down; each step is a no-op for a process that
-// is fine. Sentinels come back before Redis nodes, so a restarted node
+// passes first. It removes partitions, thaws frozen processes, puts an
+// app's clicks directory back on disk (stopping the app, which drains)
+// and restarts those that are down; each step is a no-op for a process
+// that is fine. Sentinels come back before Redis nodes, so a restarted node
 // asks them who the master is rather than guessing.
 func (r *Runner) heal(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.HealTimeout)
@@ -32,6 +33,14 @@ func (r *Runner) heal(ctx context.Context) error {
 		if p.Frozen() {
 			errs = append(errs, p.Cont())
 		}
+		if on, err := p.ClicksMounted(); err != nil {
+			errs = append(errs, err)
+		} else if on {
+			if err := p.Term(); err != nil && !errors.Is(err, stack.ErrNotRunning) {
+				errs = append(errs, err)
+			}
+			errs = append(errs, p.UnmountClicks())
+		}
 		if !p.Running() {
 			errs = append(errs, p.Restart(ctx))
 		}
@@ -44,7 +53,8 @@ func (r *Runner) heal(ctx context.Context) error {
 }
 
 // healthy returns nil when the stack is whole, else the first thing wrong:
-// whole is every process running, none frozen or partitioned, the
+// whole is every process running, none frozen or partitioned, no app's
+// clicks directory on a tmpfs (a disk-full run's), the
 // sentinels naming a master that reports itself master with both other
 // nodes linked to it as replicas, every app ready and nginx answering
 // (the target's apps and base URL).
@@ -62,6 +72,11 @@ func healthy(ctx context.Context, s *stack.Stack, t Target, c *http.Client) erro
 			return err
 		} else if on {
 			return fmt.Errorf("%s is partitioned", p.Name)
+		}
+		if on, err := p.ClicksMounted(); err != nil {
+			return err
+		} else if on {
+			return fmt.Errorf("%s's clicks directory is on a tmpfs", p.Name)
 		}
 	}
 	m, err := s.Master(ctx)
@@ -81,7 +96,7 @@ func healthy(ctx context.Context, s *stack.Stack, t Target, c *http.Client) erro
 
 // want200 GETs url and wants 200.
 func want200(ctx context.Context, c *http.Client, url string) error {
-	a, err := send(ctx, c, url, "", nil, 2*time.Second) // healthy bounds ctx as well
+	a, err := send(ctx, c, http.MethodGet, url, "", nil, 2*time.Second) // healthy bounds ctx as well
 	if err == nil && a.status != http.StatusOK {
 		err = fmt.Errorf("GET %s: %d", strings.TrimPrefix(url, "http://"), a.status)
 	}

@@ -24,11 +24,15 @@ const (
 	keyLookups   = "lookups"     // shortener_lookups_total
 	keyHits      = "redis_hits"  // shortener_redis_lookups_total{result="hit"}, all roles
 	keyFillsOK   = "fills_ok"    // shortener_redis_fills_total{result="ok"}
+	keyFillsErr  = "fills_error" // shortener_redis_fills_total{result="error"}: Redis refused or failed the write
 	keyMySQL     = "mysql"       // shortener_mysql_queries_total, all results
 	keyState     = "state/"      // + breaker: shortener_breaker_state{breaker}
 	keyTrans     = "transition/" // + breaker/from/to: shortener_breaker_transitions_total
 	keyWaitOver  = "redis_over/" // + bucket bound in seconds: Redis lookups slower than it (shortener_redis_lookup_duration_seconds)
 	keyStallOver = "stall_over/" // + bucket bound in seconds: stalls of the app longer than it (shortener_stall_seconds)
+	keyDropped   = "dropped"     // shortener_clicks_dropped_total, all reasons
+	keyDroppedBy = "dropped/"    // + reason: shortener_clicks_dropped_total{reason}
+	keySetAside  = "set_aside/"  // + file: shortener_state_files_set_aside_total{file}
 )
 
 // bucketKey is the key of a histogram's count above bound (seconds),
@@ -139,14 +143,18 @@ func (m Metrics) each(name string, f func(labels model.Metric, v float64)) {
 func (m Metrics) keep() map[string]float64 {
 	vals := map[string]float64{}
 	for key, sum := range map[string][]string{ // name, then label pairs
-		keyLookups: {"shortener_lookups_total"},
-		keyMySQL:   {"shortener_mysql_queries_total"},
-		keyHits:    {"shortener_redis_lookups_total", "result", "hit"},
-		keyFillsOK: {"shortener_redis_fills_total", "result", "ok"},
+		keyLookups:  {"shortener_lookups_total"},
+		keyMySQL:    {"shortener_mysql_queries_total"},
+		keyHits:     {"shortener_redis_lookups_total", "result", "hit"},
+		keyFillsOK:  {"shortener_redis_fills_total", "result", "ok"},
+		keyFillsErr: {"shortener_redis_fills_total", "result", "error"},
+		keyDropped:  {"shortener_clicks_dropped_total"},
 	} {
 		vals[key] = m.Sum(sum[0], sum[1:]...)
 	}
 	m.each("shortener_breaker_state", func(l model.Metric, v float64) { vals[keyState+string(l["breaker"])] = v })
+	m.each("shortener_clicks_dropped_total", func(l model.Metric, v float64) { vals[keyDroppedBy+string(l["reason"])] = v })
+	m.each("shortener_state_files_set_aside_total", func(l model.Metric, v float64) { vals[keySetAside+string(l["file"])] = v })
 	m.each("shortener_breaker_transitions_total", func(l model.Metric, v float64) {
 		vals[keyTrans+string(l["breaker"]+"/"+l["from"]+"/"+l["to"])] = v
 	})

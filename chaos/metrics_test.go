@@ -25,6 +25,11 @@ shortener_redis_lookups_total{result="hit",role="master"} 50
 shortener_redis_lookups_total{result="miss",role="replica"} 9
 shortener_redis_fills_total{result="ok"} 31
 shortener_redis_fills_total{result="skipped"} 4
+shortener_redis_fills_total{result="error"} 6
+shortener_clicks_dropped_total{reason="full"} 0
+shortener_clicks_dropped_total{reason="disk_full"} 40
+shortener_clicks_dropped_total{reason="closed"} 2
+shortener_state_files_set_aside_total{file="trending_spool"} 1
 shortener_mysql_queries_total{result="found"} 12
 shortener_mysql_queries_total{result="error"} 3
 shortener_breaker_state{breaker="read"} 0
@@ -53,8 +58,10 @@ func TestScrapeKeepsTheSeriesARunReads(t *testing.T) {
 	}
 	got := m.keep()
 	want := map[string]float64{
-		keyLookups: 1200, keyHits: 750, keyFillsOK: 31, keyMySQL: 15,
-		keyState + "read": 0, keyState + "write": 1,
+		keyLookups: 1200, keyHits: 750, keyFillsOK: 31, keyFillsErr: 6, keyMySQL: 15,
+		keyDropped: 42, keyDroppedBy + "full": 0, keyDroppedBy + "disk_full": 40, keyDroppedBy + "closed": 2,
+		keySetAside + "trending_spool": 1,
+		keyState + "read":              0, keyState + "write": 1,
 		keyTrans + "write/closed/open": 2,
 		keyWaitOver + "0.05":           10, keyWaitOver + "0.0625": 2, keyWaitOver + "+Inf": 0,
 		keyStallOver + "0.0125": 3, keyStallOver + "+Inf": 0,

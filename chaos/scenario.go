@@ -32,8 +32,13 @@ type Scenario struct {
 	Checks []Measure
 	// Waive names common or ledger checks (Check.ID) that this scenario
 	// reports without requiring, because DESIGN.md expects them to fail
-	// here: creates while MySQL is down, say.
+	// here: creates while MySQL is down, say; a measure of Checks may
+	// state the row's own version of the promise instead.
 	Waive []string
+	// Require names checks that are reported, not required, in general
+	// and that this scenario's row promises: trending's quality while
+	// Redis is slow, say.
+	Require []string
 }
 
 // Scene is a scenario's view of the run while it breaks and heals the
@@ -71,6 +76,12 @@ const (
 	markMasterGone    = "master_down"     // the Redis master was taken away
 	markSecondGone    = "master_down_2"   // the promoted master was taken away too
 	markPromotedAgain = "promoted_second" // … and the last node promoted
+	markSlow          = "slow"            // every Redis node began its freeze cycle (redis-slow)
+	markSlowEnd       = "slow_end"        // … and was thawed for good
+	markOOM           = "oom"             // the Redis master began to refuse writes (redis-oom)
+	markOOMEnd        = "oom_end"         // … and its settings were put back
+	markFilled        = "filled:"         // + app: its journal volume is full (disk-full)
+	markFreed         = "freed:"          // + app: … and has room again
 )
 
 // Note records an event now, and under mark (if not "") as a mark.

@@ -1,16 +1,18 @@
 package chaos
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // TestScenariosAreWhole: every scenario of the matrix has a name of its
-// own, a fault and a heal, and waives only checks that exist.
+// own, a fault and a heal, and waives or requires only checks that exist.
 func TestScenariosAreWhole(t *testing.T) {
-	run := &Run{Report: &Report{}}
+	run := &Run{Report: &Report{}, Phases: make([]Window, 4)}
 	known := map[string]bool{}
-	for _, c := range commonChecks(run) {
-		known[c.ID] = true
-	}
-	for _, c := range checkCreates(nil, nil, nil, nil).Checks {
+	clicks, _ := checkClicks(nil, nil, nil, nil, nil, nil)
+	for _, c := range slices.Concat(commonChecks(run), checkCreates(nil, nil, nil, nil).Checks, clicks.Checks,
+		checkDeletes(0, nil, nil, Window{}).Checks, trendingEntry(run, nil, nil).Checks) {
 		known[c.ID] = true
 	}
 	seen := map[string]bool{}
@@ -19,9 +21,9 @@ func TestScenariosAreWhole(t *testing.T) {
 			t.Errorf("scenario %q: want a unique name, a fault row, a promise, Inject and Heal", sc.Name)
 		}
 		seen[sc.Name] = true
-		for _, id := range sc.Waive {
+		for _, id := range slices.Concat(sc.Waive, sc.Require) {
 			if !known[id] {
-				t.Errorf("scenario %s waives %q, which no common or ledger check has", sc.Name, id)
+				t.Errorf("scenario %s waives or requires %q, which no common or ledger check has", sc.Name, id)
 			}
 		}
 		if got, err := ScenarioNamed(sc.Name); err != nil || got.Name != sc.Name {
@@ -44,6 +46,17 @@ func TestWaivedChecksDoNotDecide(t *testing.T) {
 	verdict(rep, Scenario{Waive: []string{"creates"}}, Config{})
 	if !rep.Holds || rep.Checks[0].Required || rep.Checks[1].Required {
 		t.Errorf("holds %v, checks %+v: want the row to hold with both reported", rep.Holds, rep.Checks)
+	}
+	// A check reported in general decides the row of a scenario that
+	// requires it.
+	rep.Checks = []Check{{ID: "trending.quality", OK: false}}
+	verdict(rep, Scenario{}, Config{})
+	if !rep.Holds {
+		t.Error("a failed informational check fails the row, want it reported")
+	}
+	verdict(rep, Scenario{Require: []string{"trending.quality"}}, Config{})
+	if rep.Holds || !rep.Checks[0].Required {
+		t.Errorf("holds %v, check %+v: want the required check to fail the row", rep.Holds, rep.Checks[0])
 	}
 	rep.Checks = append(rep.Checks, Check{ID: "redirects", OK: false, Required: true})
 	verdict(rep, Scenario{}, Config{EnforceTiming: true})

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +17,28 @@ import (
 // freezeFor is how long freeze-app keeps the app stopped: a long GC pause,
 // a stalled VM, a hung process.
 const freezeFor = 10 * time.Second
+
+// The resource and gray faults' schedules and sizes.
+const (
+	// redis-slow: every node frozen slowFrozen of every
+	// slowFrozen+slowThawed, for slowFor; the sentinels' down-after (1 s)
+	// is never reached.
+	slowFor, slowFrozen, slowThawed = 12 * time.Second, 300 * time.Millisecond, 100 * time.Millisecond
+	// redis-oom: how long the master refuses writes.
+	oomFor = 10 * time.Second
+	// disk-full: the journal volume's size, how long it stays full, and
+	// the segment size app1 runs with on it, small so that a new segment
+	// is due every few seconds and the full disk is met at once.
+	journalVolume = 2 << 20
+	fullFor       = 10 * time.Second
+	smallSegments = "SHORTENER_CLICKS_SEGMENT_BYTES=65536"
+	// journal-restore: how long after its copy the journal is put back.
+	restoreAfter = 5 * time.Second
+)
+
+// corruptSpool is what state-corrupt writes over app1's trending spool:
+// the first bytes of a spool, cut off as a power loss mid-write would.
+const corruptSpool = `{"node":"app1","last_seq":12,"batches":[{"seq":3,"counts":[{"co`
 
 // Scenarios returns every scenario in the order a full run takes them:
 // the baseline first, as the yardstick, and MySQL last.
@@ -57,6 +82,50 @@ func Scenarios() []Scenario {
 			Inject: takeMasterWith("partition %s (master): its port drops every packet", (*stack.Proc).Partition),
 			Heal:   healOldMaster(true, (*stack.Proc).Heal, "healed %s"),
 			Checks: append(masterChecks(0), WithinOneDeadline),
+		},
+		{
+			Name:   "redis-slow",
+			Fault:  "every Redis node slow (frozen 300 of 400 ms)",
+			Expect: "redirects 0 failed, p99 within one Redis deadline of steady; creates 0 failed; clicks 0 lost, 0 double; trending Jaccard@10 ≥ 0.9",
+			Does: "a gray failure: freeze all three redis-server nodes together (not the sentinels) 300 ms of every 400 ms for 12 s " +
+				"(SIGSTOP, 300 ms, SIGCONT, 100 ms); they answer within the sentinels' down-after (1 s), so nothing is failed over; every node is thawed at the end, whatever happens",
+			Inject: func(ctx context.Context, s *Scene) error {
+				if _, err := s.takeMaster(ctx); err != nil {
+					return err
+				}
+				nodes := s.Stack.Redis()
+				s.Note(markSlow, "freeze %s together %s of every %s", procNames(nodes), ms(slowFrozen), ms(slowFrozen+slowThawed))
+				cctx, cancel := context.WithTimeout(ctx, slowFor)
+				defer cancel()
+				n, err := stack.FreezeCycle(cctx, nodes, slowFrozen, slowThawed)
+				s.Note(markSlowEnd, "thawed every node after %d cycles", n)
+				return err
+			},
+			Heal: func(ctx context.Context, s *Scene) error {
+				if s.master == nil {
+					return errNotInjected
+				}
+				m, err := s.Stack.Master(ctx)
+				if err == nil && m.Name != s.master.Name {
+					s.Note(markPromoted, "the sentinels moved the master from %s to %s", s.master.Name, m.Name)
+				}
+				return err
+			},
+			Checks:  []Measure{RedirectP99NearSteady(markSlow, markSlowEnd), NoFailover, BreakersClosed},
+			Require: []string{"trending.quality"},
+		},
+		{
+			Name:  "redis-oom",
+			Fault: "Redis master refuses writes (OOM)",
+			Expect: "redirects 0 failed; deletes hold everywhere: a deleted code answers 404 or 410 through nginx and from each app, during the fault and after; " +
+				"creates 0 failed; clicks 0 lost, 0 double",
+			Does: "on the Redis master, read maxmemory and maxmemory-policy (CONFIG GET), then CONFIG SET maxmemory-policy noeviction and maxmemory half its used_memory: " +
+				"it refuses every write that needs memory (OOM) and still answers reads, PING and the sentinels; 10 s later put both settings back. " +
+				"The deletes account deletes its links through the fault phase",
+			Inject:  redisOOM,
+			Heal:    func(context.Context, *Scene) error { return nil },
+			Checks:  []Measure{RedisRefusedWrites(markOOM, markOOMEnd), BreakersClosed},
+			Require: []string{"deletes.acknowledged"},
 		},
 		{
 			Name:   "redis-down",
@@ -200,13 +269,101 @@ func Scenarios() []Scenario {
 					if err := s.restartApp(ctx, a); err != nil {
 						return err
 					}
-					ready := time.Now()
-					if err := waitFor(ctx, 30*time.Second, func() bool { return s.Load.LastServed(a.Name).After(ready) }); err != nil {
-						return fmt.Errorf("%s never served through nginx after its restart: %w", a.Name, err)
+					if err := s.servesAgain(ctx, a); err != nil {
+						return err
 					}
-					s.Note("", "%s serves through nginx again", a.Name)
 				}
 				return nil
+			},
+			Heal:   func(context.Context, *Scene) error { return nil },
+			Checks: []Measure{AppServes},
+		},
+		{
+			Name:   "state-corrupt",
+			Fault:  "local state file corrupt or empty at start",
+			Expect: "the app starts (the file set aside, counted); trending recovers (Jaccard@10 ≥ 0.9); redirects 0 failed",
+			Does:   "SIGKILL app1; write the cut-off first bytes of a spool over its trending spool (clicks/trending.spool); restart it",
+			Inject: func(ctx context.Context, s *Scene) error {
+				a := s.Stack.Apps()[0]
+				s.Note("", "SIGKILL %s", a.Name)
+				if err := a.Kill(); err != nil {
+					return err
+				}
+				spool := filepath.Join(a.ClicksDir(), "trending.spool")
+				if err := os.WriteFile(spool, []byte(corruptSpool), 0o644); err != nil {
+					return err
+				}
+				s.Note("", "wrote %d bytes of cut-off JSON over %s", len(corruptSpool), spool)
+				if err := s.restartApp(ctx, a); err != nil {
+					return err
+				}
+				return s.servesAgain(ctx, a)
+			},
+			Heal:    func(context.Context, *Scene) error { return nil },
+			Checks:  []Measure{AppServes, StateFileSetAside("trending_spool")},
+			Require: []string{"trending.quality"},
+		},
+		{
+			Name:   "disk-full",
+			Fault:  "an app's journal volume full",
+			Expect: "redirects 0 failed; the app stays up; creates 0 failed; clicks: served = stored + counted drops, 0 double; trending unaffected",
+			Does: "SIGTERM app1 (it drains its journal and exits); mount a 2 MiB tmpfs at its clicks directory, its files moved onto it; restart it with 64 KiB journal segments; " +
+				"fill the tmpfs with a file, so the journal can begin no new segment; 10 s later remove the file (journaling resumes by itself). " +
+				"At the end of the fault phase SIGTERM app1, move its files back to disk, unmount, and restart it as before",
+			Inject: diskFull,
+			Heal: func(ctx context.Context, s *Scene) error {
+				a := s.Stack.Apps()[0]
+				if on, err := a.ClicksMounted(); err != nil || !on {
+					return err // nothing mounted: nothing to undo
+				}
+				if err := a.FreeClicks(); err != nil {
+					return err
+				}
+				s.Note("", "SIGTERM %s", a.Name)
+				if err := a.Term(); err != nil && !errors.Is(err, stack.ErrNotRunning) {
+					return err
+				}
+				if err := a.UnmountClicks(); err != nil {
+					return err
+				}
+				s.Note("", "unmounted the tmpfs: %s's journal is back on disk", a.Name)
+				if err := s.restartApp(ctx, a); err != nil {
+					return err
+				}
+				return s.servesAgain(ctx, a)
+			},
+			Checks: []Measure{ServesThroughout(markFilled, markFreed), AppServes, ClicksExplainedByDrops("disk_full")},
+			// Clicks a full journal drops are counted, not lost:
+			// ClicksExplainedByDrops is this row's clicks check.
+			Waive: []string{"clicks"},
+		},
+		{
+			Name:   "journal-restore",
+			Fault:  "an app's journal restored to an older copy",
+			Expect: "redirects 0 failed; clicks 0 lost, 0 double",
+			Does: "copy app1's clicks directory while it runs (as cp -a); 5 s later SIGTERM it (it drains its journal and exits); " +
+				"replace its clicks directory with the copy; restart it",
+			Inject: func(ctx context.Context, s *Scene) error {
+				a := s.Stack.Apps()[0]
+				if err := a.SnapshotClicks(); err != nil {
+					return err
+				}
+				s.Note("", "copied %s's clicks directory while it runs", a.Name)
+				if err := pause(ctx, restoreAfter); err != nil {
+					return err
+				}
+				s.Note("", "SIGTERM %s", a.Name)
+				if err := a.Term(); err != nil {
+					return err
+				}
+				if err := a.RestoreClicks(); err != nil {
+					return err
+				}
+				s.Note("", "%s drained and exited; its clicks directory replaced with the copy of %s before", a.Name, restoreAfter)
+				if err := s.restartApp(ctx, a); err != nil {
+					return err
+				}
+				return s.servesAgain(ctx, a)
 			},
 			Heal:   func(context.Context, *Scene) error { return nil },
 			Checks: []Measure{AppServes},
@@ -304,4 +461,100 @@ func (s *Scene) restartApp(ctx context.Context, a *stack.Proc) error {
 	}
 	s.Note(markAppReady+a.Name, "restarted %s; it answers /readyz", a.Name)
 	return nil
+}
+
+// servesAgain waits until the restarted app a answers a request of the
+// load through nginx, and notes it.
+func (s *Scene) servesAgain(ctx context.Context, a *stack.Proc) error {
+	ready := time.Now()
+	if err := waitFor(ctx, 30*time.Second, func() bool { return s.Load.LastServed(a.Name).After(ready) }); err != nil {
+		return fmt.Errorf("%s never served through nginx after its restart: %w", a.Name, err)
+	}
+	s.Note("", "%s serves through nginx again", a.Name)
+	return nil
+}
+
+// redisOOM makes the Redis master refuse writes for oomFor, as the
+// redis-oom scenario's Does says, and puts its settings back whatever
+// happens, even when ctx ends: a master left refusing writes would break
+// every later scenario.
+func redisOOM(ctx context.Context, s *Scene) error {
+	m, err := s.takeMaster(ctx)
+	if err != nil {
+		return err
+	}
+	params := []string{"maxmemory", "maxmemory-policy"}
+	orig := map[string]string{}
+	for _, k := range params {
+		if orig[k], err = m.ConfigGet(ctx, k); err != nil {
+			return err
+		}
+	}
+	used, err := m.UsedMemory(ctx)
+	if err != nil {
+		return err
+	}
+	restore := func() error {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		var errs []error
+		for _, k := range slices.Backward(params) {
+			errs = append(errs, m.ConfigSet(rctx, k, orig[k]))
+		}
+		return errors.Join(errs...)
+	}
+	limit := strconv.FormatInt(max(used/2, 1), 10)
+	for _, kv := range [][2]string{{"maxmemory-policy", "noeviction"}, {"maxmemory", limit}} {
+		if err := m.ConfigSet(ctx, kv[0], kv[1]); err != nil {
+			return errors.Join(err, restore())
+		}
+	}
+	s.Note(markOOM, "CONFIG SET maxmemory-policy noeviction, maxmemory %s (used_memory %d) on %s (master): it refuses writes", limit, used, m.Name)
+	err = pause(ctx, oomFor)
+	if rerr := restore(); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	s.Note(markOOMEnd, "put back maxmemory %s and maxmemory-policy %s on %s", orig["maxmemory"], orig["maxmemory-policy"], m.Name)
+	return err
+}
+
+// diskFull fills app1's journal volume, as the disk-full scenario's Does
+// says; its Heal puts the app back on disk.
+func diskFull(ctx context.Context, s *Scene) error {
+	a := s.Stack.Apps()[0]
+	s.Note("", "SIGTERM %s", a.Name)
+	if err := a.Term(); err != nil {
+		return err
+	}
+	if err := a.MountClicks(journalVolume); err != nil {
+		return err
+	}
+	s.Note("", "%s drained and exited; a %d MiB tmpfs is mounted at its clicks directory, its files moved onto it", a.Name, journalVolume>>20)
+	if err := a.RestartWith(ctx, smallSegments); err != nil {
+		return err
+	}
+	s.Note(markAppReady+a.Name, "restarted %s with %s; it answers /readyz", a.Name, smallSegments)
+	if err := s.servesAgain(ctx, a); err != nil {
+		return err
+	}
+	n, err := a.FillClicks()
+	if err != nil {
+		return err
+	}
+	s.Note(markFilled+a.Name, "filled the tmpfs (%d KiB): %s's journal can begin no new segment", n>>10, a.Name)
+	err = pause(ctx, fullFor)
+	if ferr := a.FreeClicks(); ferr != nil {
+		return errors.Join(err, ferr)
+	}
+	s.Note(markFreed+a.Name, "removed the filler after %s: the journal may begin segments again", fullFor)
+	return err
+}
+
+// procNames lists the processes' names.
+func procNames(procs []*stack.Proc) string {
+	var out []string
+	for _, p := range procs {
+		out = append(out, p.Name)
+	}
+	return strings.Join(out, ", ")
 }

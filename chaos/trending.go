@@ -102,7 +102,7 @@ func (r *Runner) AwaitQuietTrending(ctx context.Context, log io.Writer) error {
 // askTrending sends one request, as a client would, and times it.
 func askTrending(ctx context.Context, c *http.Client, base string, timeout time.Duration) trendingAnswer {
 	began := time.Now()
-	a, err := send(ctx, c, base+"/api/v1/trending?window=5m&limit=10", "", nil, timeout)
+	a, err := send(ctx, c, http.MethodGet, base+"/api/v1/trending?window=5m&limit=10", "", nil, timeout)
 	var body struct { // JSON keys match field names regardless of case
 		Source string
 		Links  []struct{ Code string }

@@ -1,9 +1,11 @@
 // Command chaos runs the shortener's chaos matrix against the running
 // local stack: for each scenario, open-model load through nginx, a fault
-// (a Redis master killed, frozen or cut off, all of Redis down, the
-// sentinels' quorum lost, the master and an app killed together, an app
-// killed, frozen or restarted, MySQL down), and a
-// report in Markdown, JSON and SVG with a ledger of every create.
+// (a Redis master killed, frozen or cut off, every Redis node slow, the
+// master refusing writes, all of Redis down, the sentinels' quorum lost,
+// the master and an app killed together, an app killed, frozen or
+// restarted, an app's state file corrupt, its journal volume full or its
+// journal put back from an older copy, MySQL down), and a report in
+// Markdown, JSON and SVG with a ledger of every create, click and delete.
 //
 //	make up                          # start the stack (.stack/)
 //	make chaos                       # every scenario, reports in docs/chaos/

@@ -22,11 +22,13 @@ func TestParseDefaultsRunTheWholeMatrix(t *testing.T) {
 	if !strings.HasSuffix(o.dir, ".stack") || !strings.HasSuffix(o.out, "docs/chaos") {
 		t.Errorf("dir %q, out %q: want .stack and docs/chaos", o.dir, o.out)
 	}
-	// The matrix must fit `make chaos`'s 15 minutes: every scenario of its
-	// phases plus about 20 s each of setup, drain, heal and ledger.
+	// The matrix must fit in 20 minutes, a sitting: every scenario of its
+	// phases plus about 20 s each of setup, drain, heal and ledger. (It
+	// was 15 for 11 rows; the resource and gray faults made 16, and
+	// shorter phases would no longer compare with the earlier runs.)
 	c := o.cfg
-	if per := c.Warmup + c.Steady + c.Fault + c.Recovery + 20*time.Second; time.Duration(len(o.scenarios))*per > 15*time.Minute {
-		t.Errorf("default phases take %v a scenario, %v for the matrix: over 15 minutes", per, time.Duration(len(o.scenarios))*per)
+	if per := c.Warmup + c.Steady + c.Fault + c.Recovery + 20*time.Second; time.Duration(len(o.scenarios))*per > 20*time.Minute {
+		t.Errorf("default phases take %v a scenario, %v for the matrix: over 20 minutes", per, time.Duration(len(o.scenarios))*per)
 	}
 }
 
