@@ -68,12 +68,12 @@ type Config struct {
 // every ~90 clicks. MADV_POPULATE_WRITE (Linux 5.14; the syscall package
 // does not name it) does it without changing a byte, so it is safe beside
 // concurrent Records. Every fsync write-protects the pages again, so the
-// window is repopulated after each.
+// window is repopulated after each. Elsewhere than Linux nothing is
+// populated (populate, in journal_linux.go and journal_other.go).
 const (
-	madvPopulateWrite = 23
-	pageSize          = 4096
-	prefaultStep      = 64 << 10  // repopulate each time the writer crosses this
-	prefaultWindow    = 512 << 10 // how far ahead
+	pageSize       = 4096
+	prefaultStep   = 64 << 10  // repopulate each time the writer crosses this
+	prefaultWindow = 512 << 10 // how far ahead
 )
 
 // segmentRetry is how often, while no segment can be begun (the volume
@@ -231,7 +231,7 @@ func (j *Journal) freeBytes() float64 {
 	if err := syscall.Statfs(j.cfg.Dir, &st); err != nil {
 		return -1
 	}
-	return float64(st.Bavail) * float64(st.Bsize)
+	return float64(st.Bavail) * float64(st.Bsize) //nolint:unconvert // the field types differ by OS
 }
 
 // ID returns the journal's ID: random, new at each Open.
@@ -384,7 +384,7 @@ func (j *Journal) prefaultLoop() {
 		}
 		start := off &^ (pageSize - 1)
 		end := min(int64(len(mem)), start+prefaultWindow)
-		if err := syscall.Madvise(mem[start:end], madvPopulateWrite); err != nil && !warned {
+		if err := populate(mem[start:end]); err != nil && !warned {
 			warned = true
 			j.log.Info("click journal: cannot populate pages ahead; redirects take the page faults", "err", err)
 		}
@@ -458,9 +458,9 @@ func (j *Journal) rotate() error {
 }
 
 // allocate gives f size bytes of allocated blocks: fallocate, or, on a
-// file system without it, zeros written out.
+// file system or OS without it, zeros written out.
 func allocate(f *os.File, size int64) error {
-	err := syscall.Fallocate(int(f.Fd()), 0, 0, size)
+	err := fallocate(f, size)
 	if !errors.Is(err, syscall.EOPNOTSUPP) && !errors.Is(err, syscall.ENOSYS) {
 		return err
 	}
