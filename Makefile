@@ -5,7 +5,7 @@ PKGS    ?= ./...
 # SHORTENER_INTEGRATION=1 makes a missing server a failure, not a skip.
 TESTENV ?= SHORTENER_INTEGRATION=1
 
-.PHONY: all build test unit vet fmt clean up down status chaos chaos-check lint-openapi apiclient-check bench deploy-up deploy-down deploy-test screenshots
+.PHONY: all build test test-deps deploy-e2e unit vet fmt clean up down status chaos chaos-check lint-openapi apiclient-check bench deploy-up deploy-down deploy-test screenshots
 
 all: build
 
@@ -13,10 +13,18 @@ build:
 	$(GO) build -o bin/ ./cmd/...
 
 ## test: every test, unit and integration, against real servers; then
-## deploy/'s own module (see deploy-test).
-test: vet lint-openapi apiclient-check
+## deploy/'s own module with the compose stack end to end in Docker (see
+## deploy-e2e). Sets itself up as make up does: tools/test-deps.sh
+## installs the Debian packages the tests need when any is missing (as
+## root; otherwise it names them).
+test: test-deps vet lint-openapi apiclient-check
 	$(TESTENV) $(GO) test -race -count=1 -timeout 20m $(PKGS)
-	$(MAKE) deploy-test
+	$(MAKE) deploy-e2e
+
+## test-deps: install what make test needs (servers, Chromium, Docker,
+## docker-compose, mmdebstrap, promtool, npm) if any is missing.
+test-deps:
+	tools/test-deps.sh
 
 ## unit: the tests that need no server (integration tests skip).
 unit:
@@ -104,6 +112,13 @@ bin/chaos:
 ## the compose stack end to end in Docker.
 deploy-test:
 	cd deploy && $(GO) vet ./... && $(TESTENV) $(GO) test -count=1 -timeout 15m ./...
+
+## deploy-e2e: deploy-test with the end-to-end test: starts dockerd on the
+## project's own socket and data root if none answers there
+## (deploy/docker.sh daemon; it keeps running for the next run:
+## deploy/docker.sh stop ends it).
+deploy-e2e:
+	eval "$$(deploy/docker.sh daemon)" && SHORTENER_DOCKER_E2E=1 $(MAKE) deploy-test
 
 ## deploy-up: build the images and start deploy/compose.yaml on this host
 ## (nginx, two apps, Redis + Sentinel, MariaDB; nginx on 127.0.0.1:8088,

@@ -20,7 +20,7 @@ import (
 )
 
 // The Docker end-to-end test runs only when asked for with
-// SHORTENER_DOCKER_E2E=1 (.ci/run sets it after deploy/docker.sh daemon);
+// SHORTENER_DOCKER_E2E=1 (make deploy-e2e sets it after deploy/docker.sh daemon);
 // then a missing daemon is a failure, not a skip. A daemon that merely
 // answers does not start it: on a shared machine, one helper's dockerd
 // would turn every other `make test` into a Docker run.
@@ -35,7 +35,7 @@ func dockerHost(tb testing.TB) string {
 	tb.Helper()
 	if os.Getenv("SHORTENER_DOCKER_E2E") != "1" {
 		tb.Skip("the Docker end-to-end test runs with SHORTENER_DOCKER_E2E=1 and a daemon: " +
-			`eval "$(deploy/docker.sh daemon)"; SHORTENER_DOCKER_E2E=1 make deploy-test (as .ci/run does)`)
+			"make deploy-e2e (as make test does)")
 	}
 	host := os.Getenv("DOCKER_HOST")
 	if host == "" {
