@@ -55,7 +55,9 @@ type Outbox interface {
 type Config struct {
 	MasterName    string
 	SentinelAddrs []string
-	Password      string
+	Password      string // of the Redis nodes
+	// SentinelPassword is the sentinels' (their requirepass).
+	SentinelPassword string
 
 	// Timeout is the deadline of each Redis call, dial included. Keep it
 	// in tens of milliseconds: it is the most a lookup pays for a frozen

@@ -28,7 +28,7 @@ func (c *Cache) watchSentinels(ctx context.Context) {
 func (c *Cache) watchSentinel(ctx context.Context, addr string) {
 	sc := redis.NewSentinelClient(&redis.Options{
 		Addr:        addr,
-		Password:    c.cfg.Password,
+		Password:    c.cfg.SentinelPassword,
 		DialTimeout: c.cfg.Timeout * 4,
 		MaxRetries:  -1,
 	})

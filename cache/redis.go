@@ -39,10 +39,11 @@ type node struct {
 func newNode(name string, cfg Config, replicas bool, m *metrics, log *slog.Logger) *node {
 	n := &node{name: name, timeout: cfg.Timeout}
 	n.rdb = redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName:    cfg.MasterName,
-		SentinelAddrs: cfg.SentinelAddrs,
-		Password:      cfg.Password,
-		ReplicaOnly:   replicas,
+		MasterName:       cfg.MasterName,
+		SentinelAddrs:    cfg.SentinelAddrs,
+		Password:         cfg.Password,
+		SentinelPassword: cfg.SentinelPassword,
+		ReplicaOnly:      replicas,
 		// One deadline per call, enforced on the socket: a breaker or a
 		// timeout wrapper alone cannot unblock a read on a frozen master.
 		ContextTimeoutEnabled: true,

@@ -88,7 +88,7 @@ func newSentinelClients(cfg Config) []*redis.SentinelClient {
 	var out []*redis.SentinelClient
 	for _, addr := range cfg.SentinelAddrs {
 		out = append(out, redis.NewSentinelClient(&redis.Options{
-			Addr: addr, Password: cfg.Password, DialTimeout: cfg.Timeout * 4,
+			Addr: addr, Password: cfg.SentinelPassword, DialTimeout: cfg.Timeout * 4,
 			ReadTimeout: cfg.Timeout * 4, WriteTimeout: cfg.Timeout * 4, MaxRetries: -1, PoolSize: 2,
 			ConnMaxIdleTime: time.Minute,
 		}))

@@ -52,6 +52,7 @@ func newClient(cfg Config) *redis.Client {
 		MasterName:            cfg.MasterName,
 		SentinelAddrs:         cfg.SentinelAddrs,
 		Password:              cfg.Password,
+		SentinelPassword:      cfg.SentinelPassword,
 		ContextTimeoutEnabled: true,
 		DialTimeout:           cfg.Timeout,
 		ReadTimeout:           cfg.Timeout,

@@ -28,7 +28,9 @@ type Resolver interface {
 type Config struct {
 	MasterName    string
 	SentinelAddrs []string
-	Password      string
+	Password      string // of the Redis nodes
+	// SentinelPassword is the sentinels' (their requirepass).
+	SentinelPassword string
 	// Timeout is the deadline of each Redis call; PoolSize bounds the
 	// client's connections.
 	Timeout  time.Duration

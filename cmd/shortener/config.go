@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -38,15 +39,18 @@ type Config struct {
 	MySQLDialTimeout time.Duration
 	MigrateTimeout   time.Duration
 
-	RedisMaster     string
-	RedisSentinels  []string
-	RedisPassword   string
-	RedisTimeout    time.Duration
-	RedisPoolSize   int
-	RedisTTL        time.Duration
-	BreakerFailures uint
-	BreakerWindow   uint
-	BreakerDelay    time.Duration
+	RedisMaster    string
+	RedisSentinels []string
+	RedisPassword  string
+	// SentinelPassword is the sentinels' own (their requirepass), which
+	// may differ from the Redis nodes'.
+	SentinelPassword string
+	RedisTimeout     time.Duration
+	RedisPoolSize    int
+	RedisTTL         time.Duration
+	BreakerFailures  uint
+	BreakerWindow    uint
+	BreakerDelay     time.Duration
 	// BreakerSuccesses trial calls close a breaker; pending invalidations
 	// are replayed every InvalidationReplay and kept InvalidationGrace.
 	BreakerSuccesses   uint
@@ -113,6 +117,24 @@ func (e *envFlags) str(p *string, name, env, def, usage string) {
 		def = v
 	}
 	e.fs.StringVar(p, name, def, usage+" ($"+env+")")
+}
+
+// secret is str for a secret: its value comes from $env, or from the file
+// that $env_FILE names (a mounted Kubernetes or Docker secret; one
+// trailing newline is dropped), never both.
+func (e *envFlags) secret(p *string, name, env, usage string) {
+	def := e.getenv(env)
+	if path := e.getenv(env + "_FILE"); path != "" {
+		if def != "" {
+			e.errs = append(e.errs, fmt.Errorf("$%s and $%s_FILE are both set: give one", env, env))
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("$%s_FILE: %w", env, err))
+		}
+		def = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	}
+	e.fs.StringVar(p, name, def, usage+" ($"+env+" or $"+env+"_FILE)")
 }
 
 func (e *envFlags) int(p *int, name, env string, def int, usage string) {
@@ -190,7 +212,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 
 	e.str(&c.RedisMaster, "redis-master", "SHORTENER_REDIS_MASTER", "shortener", "Sentinel master name")
 	e.str(&sentinels, "redis-sentinels", "SHORTENER_REDIS_SENTINELS", "127.0.0.1:26380,127.0.0.1:26381,127.0.0.1:26382", "comma-separated Sentinel addresses")
-	e.str(&c.RedisPassword, "redis-password", "SHORTENER_REDIS_PASSWORD", "", "Redis password")
+	e.secret(&c.RedisPassword, "redis-password", "SHORTENER_REDIS_PASSWORD", "password of every Redis node (requirepass)")
+	e.secret(&c.SentinelPassword, "sentinel-password", "SHORTENER_SENTINEL_PASSWORD", "password of the sentinels (their requirepass)")
 	e.dur(&c.RedisTimeout, "redis-timeout", "SHORTENER_REDIS_TIMEOUT", 50*time.Millisecond, "deadline of every Redis call")
 	e.int(&poolSize, "redis-pool", "SHORTENER_REDIS_POOL", 32, "Redis pool size")
 	e.dur(&c.RedisTTL, "redis-ttl", "SHORTENER_REDIS_TTL", 24*time.Hour, "how long a link stays in Redis")
@@ -356,9 +379,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 
 // LogValue logs the configuration with secrets masked.
 func (c Config) LogValue() slog.Value {
-	pw := ""
-	if c.RedisPassword != "" {
-		pw = "***"
+	mask := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		return "***"
 	}
 	return slog.GroupValue(
 		slog.String("addr", c.Addr), slog.String("instance", c.Instance),
@@ -366,7 +391,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("mysql_dsn", store.RedactDSN(c.MySQLDSN)),
 		slog.Int("mysql_max_open", c.MySQLMaxOpen), slog.String("mysql_timeout", c.MySQLTimeout.String()),
 		slog.String("redis_master", c.RedisMaster), slog.Any("redis_sentinels", c.RedisSentinels),
-		slog.String("redis_password", pw), slog.Bool("code_key_default", c.CodeKey == idgen.DefaultKey), slog.Bool("api_key_set", c.APIKey != ""), slog.Bool("admin_key_set", c.AdminKey != ""),
+		slog.String("redis_password", mask(c.RedisPassword)), slog.String("sentinel_password", mask(c.SentinelPassword)), slog.Bool("code_key_default", c.CodeKey == idgen.DefaultKey), slog.Bool("api_key_set", c.APIKey != ""), slog.Bool("admin_key_set", c.AdminKey != ""),
 		slog.Bool("trending_keyed", c.TrendingKeyed), slog.String("trending_spool", c.TrendingSpool),
 		slog.Bool("clicks", c.Clicks), slog.String("clicks_dir", c.ClicksDir), slog.Int("clicks_max_bytes", c.ClicksMaxBytes), slog.Int("clicks_segment_bytes", c.ClicksSegmentBytes),
 		slog.String("clicks_sync_interval", c.ClicksSyncInterval.String()),

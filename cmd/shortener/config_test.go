@@ -3,6 +3,8 @@ package main
 import (
 	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -142,13 +144,47 @@ func TestConfigAutoNodeID(t *testing.T) {
 func TestConfigLogMasksSecrets(t *testing.T) {
 	c, err := parseConfig(nil, envOf(map[string]string{
 		"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "u:hunter2@tcp(127.0.0.1:3307)/shortener",
-		"SHORTENER_REDIS_PASSWORD": "swordfish",
+		"SHORTENER_REDIS_PASSWORD": "swordfish", "SHORTENER_SENTINEL_PASSWORD": "opensesame",
 	}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := c.LogValue().String()
-	if strings.Contains(s, "hunter2") || strings.Contains(s, "swordfish") {
+	if strings.Contains(s, "hunter2") || strings.Contains(s, "swordfish") || strings.Contains(s, "opensesame") {
 		t.Errorf("logged config reveals a secret: %s", s)
+	}
+}
+
+// TestConfigSecretFiles reads the Redis and Sentinel passwords from the
+// files their _FILE variables name (a mounted secret), without the
+// trailing newline; a missing file, or both forms at once, is refused.
+func TestConfigSecretFiles(t *testing.T) {
+	dir := t.TempDir()
+	redisFile, sentinelFile := filepath.Join(dir, "redis"), filepath.Join(dir, "sentinel")
+	if err := os.WriteFile(redisFile, []byte("r-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sentinelFile, []byte("s-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d"}
+	env := maps.Clone(base)
+	env["SHORTENER_REDIS_PASSWORD_FILE"], env["SHORTENER_SENTINEL_PASSWORD_FILE"] = redisFile, sentinelFile
+	c, err := parseConfig(nil, envOf(env), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.RedisPassword != "r-secret" || c.SentinelPassword != "s-secret" {
+		t.Errorf("passwords %q, %q; want r-secret, s-secret", c.RedisPassword, c.SentinelPassword)
+	}
+	for name, bad := range map[string]map[string]string{
+		"missing file": {"SHORTENER_REDIS_PASSWORD_FILE": filepath.Join(dir, "none")},
+		"both forms":   {"SHORTENER_SENTINEL_PASSWORD": "x", "SHORTENER_SENTINEL_PASSWORD_FILE": sentinelFile},
+	} {
+		env := maps.Clone(base)
+		maps.Copy(env, bad)
+		if _, err := parseConfig(nil, envOf(env), io.Discard); err == nil {
+			t.Errorf("%s: parsed, want an error", name)
+		}
 	}
 }
