@@ -81,7 +81,7 @@ const (
 	markOOM           = "oom"             // the Redis master began to refuse writes (redis-oom)
 	markOOMEnd        = "oom_end"         // … and its settings were put back
 	markFilled        = "filled:"         // + app: its journal volume is full (disk-full)
-	markFreed         = "freed:"          // + app: … and has room again
+	markFullStop      = "full_stop:"      // + app: … and it was stopped, still full, to start on it
 )
 
 // Note records an event now, and under mark (if not "") as a mark.
