@@ -50,35 +50,29 @@ func hostOf(raw string) string {
 
 // previewPage is GET /{code}+.
 type previewPage struct {
-	Title      string
-	Link       linkView
-	Clicks     int64
-	HasClicks  bool
-	ClicksNote string
+	Title string
+	Link  linkView
 }
 
-// preview answers GET /{code}+: where the link goes, when it was made and
-// how often it was followed, with a button to go. Reached from redirect
-// only for paths that are not codes, so it costs the redirect nothing.
-// The link is read from the source of truth: the caches keep only what a
-// redirect needs (no ID, no creation date). While MySQL is down it comes
-// through the cache like a redirect's, so a preview is as available as
-// the link, without those two. Unknown, expired and deleted links get the
-// same error pages as the redirect.
+// preview answers GET /{code}+: where the link goes, with a button to go.
+// Reached from redirect only for paths that are not codes, so it costs
+// the redirect nothing. Anyone may ask, so it answers from the lookup path
+// a redirect takes (L1, Redis, and MySQL only on a miss, one query per
+// code at a time, unknown codes cached as such), never with a MySQL query
+// of its own per request: a flood of previews must not starve the
+// database that creates and cold redirects need. Hence no creation date
+// and no click count, which only MySQL has; the count is the owner's, on
+// the stats page. Unknown, expired and deleted links get the same error
+// pages as the redirect.
 func (h *Handler) preview(c echo.Context, code string) error {
-	l, err := h.d.Links.Link(c.Request().Context(), code)
-	if errors.Is(err, shortener.ErrUnavailable) {
-		l, err = h.d.Resolver.Resolve(c.Request().Context(), code)
-	}
+	l, err := h.d.Resolver.Resolve(c.Request().Context(), code)
 	if err != nil {
 		return err
 	}
 	if l.Gone(h.d.Now()) {
 		return errGone
 	}
-	p := previewPage{Title: "Where " + code + " goes", Link: h.view(l)}
-	p.Clicks, p.HasClicks, p.ClicksNote = h.totalClicks(c, l)
-	return h.render(c, http.StatusOK, "preview", pageFresh, p)
+	return h.render(c, http.StatusOK, "preview", pageFresh, previewPage{Title: "Where " + code + " goes", Link: h.view(l)})
 }
 
 // statsPage is GET /stats/{code}.

@@ -14,31 +14,6 @@ const (
 	statsDays  = 30
 )
 
-// totalClicks is a link's click count for a page; when it cannot be had,
-// the page says why instead of failing.
-func (h *Handler) totalClicks(c echo.Context, l shortener.Link) (int64, bool, string) {
-	if h.d.Stats == nil {
-		return 0, false, "not counted on this server"
-	}
-	if l.ID == 0 { // from the cache: the source of truth is out of reach
-		return 0, false, "unavailable right now"
-	}
-	// Daily buckets from the link's first day to today: one row per day
-	// at most, and every click of the link's life.
-	now := h.d.Now().UTC()
-	from := l.CreatedAt.UTC().Truncate(24 * time.Hour)
-	to := now.Truncate(24 * time.Hour).Add(24 * time.Hour)
-	if to.Sub(from) > maxDayBuckets*24*time.Hour {
-		from = to.Add(-maxDayBuckets * 24 * time.Hour)
-	}
-	st, err := h.d.Stats.ClickStats(c.Request().Context(), l.ID, from, to, true, 0)
-	if err != nil {
-		h.log.Warn("preview: read clicks", "code", l.Code, "err", err)
-		return 0, false, "unavailable right now"
-	}
-	return st.Total, true, ""
-}
-
 // linkStats reads a link's clicks for the stats page, by hour over the
 // last two days or by day over the last thirty.
 func (h *Handler) linkStats(c echo.Context, l shortener.Link, interval string) (*statsView, string) {
