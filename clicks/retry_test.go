@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -215,7 +216,8 @@ func TestNginxRetryCountsOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		shippers = append(shippers, ship)
-		h, err := handler.New(handler.Config{BaseURL: "http://sho.rt", Instance: name, IdempotencyTTL: time.Hour, ReferrerPolicy: "strict-origin-when-cross-origin", PermanentMaxAge: time.Hour},
+		h, err := handler.New(handler.Config{BaseURL: "http://sho.rt", Instance: name, IdempotencyTTL: time.Hour, ReferrerPolicy: "strict-origin-when-cross-origin", PermanentMaxAge: time.Hour,
+			TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}, // nginx
 			handler.Deps{Resolver: oneLink{link}, Links: oneLink{link}, Clicks: j, Log: log})
 		if err != nil {
 			t.Fatal(err)

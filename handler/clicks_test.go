@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/netip"
 	"shortener"
 	"sync"
 	"testing"
@@ -79,7 +80,8 @@ func (c *clickLog) Record(cl shortener.Click) {
 }
 
 // TestRedirectRecordsClicks: a GET answered with a redirect is one click,
-// with the referrer's host and the agent class; HEAD, 404 and 410 are not.
+// with the referrer's host and the agent class, and the request nginx
+// names (from nginx only); HEAD, 404 and 410 are not.
 func TestRedirectRecordsClicks(t *testing.T) {
 	f := newFakeLinks()
 	f.links["abc"] = shortener.Link{ID: 7, Code: "abc", URL: "https://example.com/", Redirect: 302}
@@ -90,12 +92,18 @@ func TestRedirectRecordsClicks(t *testing.T) {
 	if rec := do(h, "GET", "/abc", "", "Referer", "https://t.co/xyz?q=secret", "User-Agent", "Mozilla/5.0 Firefox/133.0"); rec.Code != 302 {
 		t.Fatalf("GET: %d", rec.Code)
 	}
-	do(h, "GET", "/abc", "", "User-Agent", "curl/8.5.0", "X-Click-Id", "1733250000.123-000102030405060708090a0b0c0d0e0f")
+	// X-Click-Id is nginx's: from a peer that is not a trusted proxy (a
+	// client reaching the app directly) it is ignored, from nginx believed.
+	const clickID = "1733250000.123-000102030405060708090a0b0c0d0e0f"
+	do(h, "GET", "/abc", "", "User-Agent", "curl/8.5.0", "X-Click-Id", clickID)
+	h.proxies = proxies{netip.MustParsePrefix("192.0.2.1/32")} // httptest's peer
+	do(h, "GET", "/abc", "", "User-Agent", "curl/8.5.0", "X-Click-Id", clickID)
 	do(h, "HEAD", "/abc", "")
 	do(h, "GET", "/nope", "")
 	do(h, "GET", "/old", "")
 	want := []shortener.Click{
 		{LinkID: 7, Code: "abc", At: now, Referrer: "t.co", Agent: shortener.AgentBrowser},
+		{LinkID: 7, Code: "abc", At: now, Referrer: "", Agent: shortener.AgentBot},
 		{LinkID: 7, Code: "abc", At: now, Referrer: "", Agent: shortener.AgentBot,
 			Request: shortener.ClickRequest{ID: [16]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, At: 1733250000123}},
 	}

@@ -128,6 +128,8 @@ type Handler struct {
 	e      *echo.Echo
 	site   *site // the pages' templates and assets; nil without pages
 	agents *agentCache
+	// proxies are the peers whose X-Real-IP and X-Click-Id are believed.
+	proxies proxies
 
 	// Header values of every redirect, built once.
 	permanentCache, referrerPolicy []string
@@ -175,7 +177,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	h := &Handler{
 		permanentCache: []string{"public, max-age=" + strconv.Itoa(int(cfg.PermanentMaxAge/time.Second))},
 		referrerPolicy: []string{cfg.ReferrerPolicy},
-		cfg:            cfg, policy: cfg.Policy, d: d, log: d.Log, agents: newAgentCache()}
+		cfg:            cfg, policy: cfg.Policy, d: d, log: d.Log, agents: newAgentCache(), proxies: proxies(cfg.TrustedProxies)}
 	if cfg.Pages {
 		s, err := newSite()
 		if err != nil {
@@ -188,7 +190,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	e.HTTPErrorHandler = h.handleError
 	// The real client address comes from the proxy's X-Real-IP, trusted
 	// only when the peer is a configured proxy.
-	e.IPExtractor = realIP(cfg.TrustedProxies)
+	e.IPExtractor = h.proxies.realIP
 	h.ids.prefix = cfg.Instance + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
 	if cfg.Instance != "" {
 		h.servedBy = []string{cfg.Instance}
@@ -345,7 +347,7 @@ func (h *Handler) redirect(c echo.Context) error {
 			LinkID: l.ID, Code: code, At: now.UTC(),
 			Referrer: referrerHost(r.Header.Get("Referer")),
 			Agent:    h.agents.class(r.Header.Get("User-Agent")),
-			Request:  clickRequest(r.Header[clickIDHeader]),
+			Request:  h.clickRequest(r),
 		})
 	}
 	hd[echo.HeaderLocation] = []string{l.URL} // canonical already: Set would canonicalize it again
@@ -365,4 +367,17 @@ func plausibleCode(code string) bool {
 		}
 	}
 	return true
+}
+
+// clickRequest is the request a click names: nginx's X-Click-Id, believed
+// only from a trusted proxy (nginx overwrites a client's). A client that
+// reaches the app directly and names a request of its own could replay
+// another's ID to have it not counted, or claim a time in the far future
+// (the journal clamps those; see clicks.Journal.Record).
+func (h *Handler) clickRequest(r *http.Request) shortener.ClickRequest {
+	vs := r.Header[clickIDHeader]
+	if len(vs) == 0 || !h.proxies.trusts(r) {
+		return shortener.ClickRequest{}
+	}
+	return clickRequest(vs)
 }

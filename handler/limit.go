@@ -123,28 +123,54 @@ func ParseProxies(list []string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// realIP is the client address: the peer's, unless the peer is one of the
-// configured proxies, whose X-Real-IP is then believed. Any process on the
-// machine can reach the app's port, so loopback alone proves nothing.
-func realIP(trusted []netip.Prefix) echo.IPExtractor {
-	return func(r *http.Request) string {
-		host, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			host = r.RemoteAddr
-		}
-		peer, err := netip.ParseAddr(host)
-		if err != nil {
-			return host
-		}
-		peer = peer.Unmap()
-		for _, p := range trusted {
-			if p.Contains(peer) {
-				if a, err := netip.ParseAddr(strings.TrimSpace(r.Header.Get("X-Real-IP"))); err == nil {
-					return a.Unmap().String()
-				}
-				break
-			}
-		}
-		return peer.String()
+// proxies are the peers whose headers about a request are believed: its
+// client's address (X-Real-IP) and its name and time (X-Click-Id). Any
+// process on the machine, or any pod, can reach the app's port, so
+// loopback or a private address alone proves nothing; with none
+// configured, the peer is the client and no such header is believed.
+type proxies []netip.Prefix
+
+// peer parses r's peer address; ok is false if it is not an IP address.
+func peer(r *http.Request) (netip.Addr, string, bool) {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
 	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}, host, false
+	}
+	return a.Unmap(), host, true
+}
+
+// trusts reports whether r came from one of the proxies.
+func (ps proxies) trusts(r *http.Request) bool {
+	if len(ps) == 0 {
+		return false
+	}
+	a, _, ok := peer(r)
+	if !ok {
+		return false
+	}
+	for _, p := range ps {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// realIP is the client address: the peer's, unless the peer is one of the
+// proxies, whose X-Real-IP is then believed.
+func (ps proxies) realIP(r *http.Request) string {
+	a, host, ok := peer(r)
+	if !ok {
+		return host
+	}
+	if ps.trusts(r) {
+		if c, err := netip.ParseAddr(strings.TrimSpace(r.Header.Get("X-Real-IP"))); err == nil {
+			return c.Unmap().String()
+		}
+	}
+	return a.String()
 }

@@ -595,19 +595,38 @@ func (s *Store) PurgeClickRequests(ctx context.Context, maxAge, window, hold tim
 		horizon = oldest.Time
 	}
 	before := horizon.Add(-maxAge).UnixMilli()
+	// A set claiming requests from the future (a forged or broken proxy
+	// clock, before journals clamped such times) would never be purged
+	// from the left, and every later batch would read it under the lock:
+	// those more than futureSets ahead of MySQL's clock go too.
+	after := now.Add(futureSets).UnixMilli()
 	var purged int64
-	for {
-		res, err := s.db.ExecContext(ctx, "DELETE FROM click_request_sets WHERE requested_to < ? ORDER BY requested_to LIMIT ?", before, purgeBatch)
-		if err != nil {
-			return fail(err)
-		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return fail(err)
-		}
-		purged += n
-		if n < purgeBatch {
-			return purged, nil
+	for _, q := range []struct {
+		sql  string
+		edge int64
+	}{
+		{"DELETE FROM click_request_sets WHERE requested_to < ? ORDER BY requested_to LIMIT ?", before},
+		{"DELETE FROM click_request_sets WHERE requested_to > ? ORDER BY requested_to DESC LIMIT ?", after},
+	} {
+		for {
+			res, err := s.db.ExecContext(ctx, q.sql, q.edge, purgeBatch)
+			if err != nil {
+				return fail(err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return fail(err)
+			}
+			purged += n
+			if n < purgeBatch {
+				break
+			}
 		}
 	}
+	return purged, nil
 }
+
+// futureSets is how far past MySQL's clock a set's requests may claim to
+// be before the purge removes it: far more than any clock difference
+// between nginx and MySQL.
+const futureSets = time.Hour

@@ -186,12 +186,9 @@ func TestShipClicksRequestOnce(t *testing.T) {
 	if got := total(); got != 5 {
 		t.Fatalf("after journal 32: %d clicks, want 5 (r1, r2, r3 and two unnamed)", got)
 	}
-	// The first journal crashed and replays its segment from a fresh
-	// position row (as if forgotten): its requests still count once.
-	if err := st.ForgetSegments(ctx, 31, 1); err != nil {
-		t.Fatal(err)
-	}
-	ship(shortener.ClickBatch{Journal: 31, Node: 1, Segment: 1, From: 0, To: 10, Clicks: []shortener.Click{clk(r1), clk(r2)}}, true, 2)
+	// The same requests in a segment with no position row yet (a copy
+	// of the journal shipped as new): they still count once.
+	ship(shortener.ClickBatch{Journal: 31, Node: 1, Segment: 2, From: 0, To: 10, Clicks: []shortener.Click{clk(r1), clk(r2)}}, true, 2)
 	if got := total(); got != 5 {
 		t.Fatalf("after journal 31 replayed its requests: %d clicks, want 5", got)
 	}
@@ -320,13 +317,32 @@ func TestForgottenSegmentsCountNothing(t *testing.T) {
 	}
 }
 
-// TestCaughtUpNeverInFuture records a caught-up time an hour ahead, as an
-// instance whose clock jumped forward would: it is stored as MySQL's now,
-// so once the clock is back as_of does not claim the next hour counted.
-func TestCaughtUpNeverInFuture(t *testing.T) {
+// TestNothingPinnedInTheFuture records a caught-up time an hour ahead, as
+// an instance whose clock jumped forward would: it is stored as MySQL's
+// now, so once the clock is back as_of does not claim the next hour
+// counted. And a set of requests claiming year 9999 (a forged X-Click-Id,
+// before the journal clamped such times) is purged, not kept for ever
+// for every batch to read.
+func TestNothingPinnedInTheFuture(t *testing.T) {
 	st := migrated(t)
 	ctx := context.Background()
 	now := time.Now().UTC()
+	forged := shortener.ClickRequest{ID: [16]byte{0: 0x99}, At: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()}
+	ship := func(journal int64, wantDups int) {
+		t.Helper()
+		b := shortener.ClickBatch{Journal: journal, Node: 1, Segment: 1, From: 0, To: 10,
+			Clicks: []shortener.Click{{LinkID: 600, At: now, Request: forged}}}
+		if applied, _, dups, err := st.ShipClicks(ctx, b); !applied || dups != wantDups || err != nil {
+			t.Fatalf("ship the forged request from journal %d: applied %v, %d dups, %v; want %d dups", journal, applied, dups, err, wantDups)
+		}
+	}
+	ship(70, 0)
+	ship(71, 1) // remembered
+	if n, err := st.PurgeClickRequests(ctx, 30*time.Second, 10*time.Minute, 24*time.Hour); err != nil || n < 1 {
+		t.Fatalf("purge: %d, %v; want the year-9999 set purged", n, err)
+	}
+	ship(72, 0) // forgotten: the set is gone
+
 	if err := st.CaughtUp(ctx, 61, 1, now.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
