@@ -25,6 +25,7 @@ const (
 	CodeInvalidJSON      = "invalid_json"
 	CodeInvalidRequest   = "invalid_request"
 	CodeTooLarge         = "request_too_large"
+	CodeMediaType        = "unsupported_media_type"
 	CodeUnauthorized     = "unauthorized"
 	CodeForbidden        = "forbidden"
 	CodeKeyReused        = "idempotency_key_reused"

@@ -192,11 +192,11 @@ func TestConfigValidate(t *testing.T) {
 
 func do(h http.Handler, method, path, body string, header ...string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if body != "" || method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json") // header may say otherwise
+	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -670,6 +670,7 @@ func TestCreateRateLimit(t *testing.T) {
 	}
 	post := func(app int, peer, realIP, key string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("POST", "/api/v1/links", strings.NewReader(`{"url":"https://example.com/"}`))
+		req.Header.Set("Content-Type", "application/json")
 		req.RemoteAddr = peer + ":5000"
 		if realIP != "" {
 			req.Header.Set("X-Real-IP", realIP)

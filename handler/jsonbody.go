@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"reflect"
 	"strings"
@@ -21,7 +22,17 @@ import (
 // after the first value. So the object's keys are checked first, exactly
 // as written, each once, with nothing after the object; and the messages
 // speak of the API's fields, never of Go types.
+//
+// The body must be declared JSON (Content-Type: application/json, or a
+// +json type): a cross-site page can POST any body with a form (text/plain,
+// urlencoded, multipart) or fetch without a type, all without a CORS
+// preflight, and a logged-in browser's cookies would go with it. JSON
+// needs a preflight, which this server does not grant.
 func (h *Handler) decodeJSON(c echo.Context, v any) error {
+	if !isJSON(c.Request().Header.Get(echo.HeaderContentType)) {
+		return &Error{Status: http.StatusUnsupportedMediaType, Code: CodeMediaType,
+			Message: "send the body as JSON with Content-Type: application/json"}
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, maxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -51,6 +62,12 @@ func (h *Handler) decodeJSON(c echo.Context, v any) error {
 		return badJSON(decodeMessage(err))
 	}
 	return nil
+}
+
+// isJSON reports whether a Content-Type header names JSON.
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == echo.MIMEApplicationJSON || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }
 
 func badJSON(msg string) error { return &Error{Status: 400, Code: CodeInvalidJSON, Message: msg} }

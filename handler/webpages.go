@@ -202,9 +202,20 @@ func (h *Handler) saveKey(c echo.Context) error {
 }
 
 // localPath returns p if it is a path on this site, "/" otherwise: the
-// key form's way back must not lead elsewhere (//evil.example is a host).
+// key form's way back must not lead elsewhere. "//evil.example" is a
+// host, and browsers drop tabs and newlines from a URL and read a
+// backslash as a slash, so "/\t/evil.example" and "/\\evil.example" are
+// too: any control character, space or backslash refuses the path.
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\r\n") {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") {
+		return "/"
+	}
+	for i := 0; i < len(p); i++ {
+		if b := p[i]; b <= ' ' || b == 0x7f || b == '\\' {
+			return "/"
+		}
+	}
+	if u, err := url.Parse(p); err != nil || u.Scheme != "" || u.Host != "" {
 		return "/"
 	}
 	return p

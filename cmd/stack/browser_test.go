@@ -466,6 +466,7 @@ func createAndDelete(tb testing.TB, base, key, dest string) string {
 	tb.Helper()
 	req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/links", strings.NewReader(`{"url":"`+dest+`&deleted=1"}`))
 	req.Header.Set("X-Api-Key", key) // the key's link, so the key may delete it
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		tb.Fatal(err)

@@ -120,7 +120,7 @@ func summary(w io.Writer, s *stack.Stack) {
 	logs := filepath.Join(s.Dir(), "logs")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  base URL\t%s\n", base)
-	fmt.Fprintf(tw, "  try\tcurl -s -X POST %s/api/v1/links -d '{\"url\":\"https://example.com/x\"}'\n", base)
+	fmt.Fprintf(tw, "  try\tcurl -s --json '{\"url\":\"https://example.com/x\"}' %s/api/v1/links\n", base)
 	fmt.Fprintf(tw, "  logs\t%s/ (app1.log, app2.log, nginx-access.log, mysql.log, redis-1.log, sentinel-1.log, ...)\n", logs)
 	fmt.Fprintf(tw, "  API key\t%s (send it as X-Api-Key)\n", filepath.Join(s.Dir(), apiKeyFile))
 	fmt.Fprintf(tw, "  status\tmake status   (or: bin/stack status)\n")

@@ -491,7 +491,7 @@ type ClientInterface interface {
 
 	// CreateLinkWithBody Create a short link
 	//
-	// The link is committed in MySQL before 201. With a valid X-Api-Key the link belongs to that key; an unknown or revoked key is 401, never an anonymous create. Anonymous clients may create links unless SHORTENER_ANONYMOUS_CREATE=false, at a rate a person needs (per client address, over all instances); keys have their own, higher limit (429 with Retry-After).
+	// The link is committed in MySQL before 201. With a valid X-Api-Key the link belongs to that key; an unknown or revoked key is 401, never an anonymous create. Anonymous clients may create links unless SHORTENER_ANONYMOUS_CREATE=false, at a rate a person needs (per client address, over all instances); keys have their own, higher limit (429 with Retry-After). The body must be sent as JSON (Content-Type: application/json): any other type is 415, so that no cross-site form can create a link.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -500,7 +500,7 @@ type ClientInterface interface {
 
 	// CreateLink Create a short link
 	//
-	// The link is committed in MySQL before 201. With a valid X-Api-Key the link belongs to that key; an unknown or revoked key is 401, never an anonymous create. Anonymous clients may create links unless SHORTENER_ANONYMOUS_CREATE=false, at a rate a person needs (per client address, over all instances); keys have their own, higher limit (429 with Retry-After).
+	// The link is committed in MySQL before 201. With a valid X-Api-Key the link belongs to that key; an unknown or revoked key is 401, never an anonymous create. Anonymous clients may create links unless SHORTENER_ANONYMOUS_CREATE=false, at a rate a person needs (per client address, over all instances); keys have their own, higher limit (429 with Retry-After). The body must be sent as JSON (Content-Type: application/json): any other type is 415, so that no cross-site form can create a link.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -591,7 +591,7 @@ func (c *Client) ListLinks(ctx context.Context, params *ListLinksParams, reqEdit
 
 // CreateLinkWithBody Create a short link
 //
-// The link is committed in MySQL before 201. With a valid X-Api-Key the link belongs to that key; an unknown or revoked key is 401, never an anonymous create. Anonymous clients may create links unless SHORTENER_ANONYMOUS_CREATE=false, at a rate a person needs (per client address, over all instances); keys have their own, higher limit (429 with Retry-After).
+// The link is committed in MySQL before 201. With a valid X-Api-Key the link belongs to that key; an unknown or revoked key is 401, never an anonymous create. Anonymous clients may create links unless SHORTENER_ANONYMOUS_CREATE=false, at a rate a person needs (per client address, over all instances); keys have their own, higher limit (429 with Retry-After). The body must be sent as JSON (Content-Type: application/json): any other type is 415, so that no cross-site form can create a link.
 //
 // Takes any type of body and a specified content type.
 //
@@ -610,7 +610,7 @@ func (c *Client) CreateLinkWithBody(ctx context.Context, params *CreateLinkParam
 
 // CreateLink Create a short link
 //
-// The link is committed in MySQL before 201. With a valid X-Api-Key the link belongs to that key; an unknown or revoked key is 401, never an anonymous create. Anonymous clients may create links unless SHORTENER_ANONYMOUS_CREATE=false, at a rate a person needs (per client address, over all instances); keys have their own, higher limit (429 with Retry-After).
+// The link is committed in MySQL before 201. With a valid X-Api-Key the link belongs to that key; an unknown or revoked key is 401, never an anonymous create. Anonymous clients may create links unless SHORTENER_ANONYMOUS_CREATE=false, at a rate a person needs (per client address, over all instances); keys have their own, higher limit (429 with Retry-After). The body must be sent as JSON (Content-Type: application/json): any other type is 415, so that no cross-site form can create a link.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1362,7 +1362,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateLinkWithBodyWithResponse Create a short link
 	//
-	// The link is committed in MySQL before 201. With a valid X-Api-Key the link belongs to that key; an unknown or revoked key is 401, never an anonymous create. Anonymous clients may create links unless SHORTENER_ANONYMOUS_CREATE=false, at a rate a person needs (per client address, over all instances); keys have their own, higher limit (429 with Retry-After).
+	// The link is committed in MySQL before 201. With a valid X-Api-Key the link belongs to that key; an unknown or revoked key is 401, never an anonymous create. Anonymous clients may create links unless SHORTENER_ANONYMOUS_CREATE=false, at a rate a person needs (per client address, over all instances); keys have their own, higher limit (429 with Retry-After). The body must be sent as JSON (Content-Type: application/json): any other type is 415, so that no cross-site form can create a link.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1371,7 +1371,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateLinkWithResponse Create a short link
 	//
-	// The link is committed in MySQL before 201. With a valid X-Api-Key the link belongs to that key; an unknown or revoked key is 401, never an anonymous create. Anonymous clients may create links unless SHORTENER_ANONYMOUS_CREATE=false, at a rate a person needs (per client address, over all instances); keys have their own, higher limit (429 with Retry-After).
+	// The link is committed in MySQL before 201. With a valid X-Api-Key the link belongs to that key; an unknown or revoked key is 401, never an anonymous create. Anonymous clients may create links unless SHORTENER_ANONYMOUS_CREATE=false, at a rate a person needs (per client address, over all instances); keys have their own, higher limit (429 with Retry-After). The body must be sent as JSON (Content-Type: application/json): any other type is 415, so that no cross-site form can create a link.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1577,6 +1577,8 @@ type CreateLinkResponse struct {
 	JSON410 *Error
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *Error
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *Error
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *Error
 	// JSON429 the response for an HTTP 429 `application/json` response
@@ -1619,6 +1621,11 @@ func (r CreateLinkResponse) GetJSON410() *Error {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r CreateLinkResponse) GetJSON413() *Error {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateLinkResponse) GetJSON415() *Error {
+	return r.JSON415
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -2388,7 +2395,7 @@ func (c *ClientWithResponses) ListLinksWithResponse(ctx context.Context, params 
 
 // CreateLinkWithBodyWithResponse Create a short link
 //
-// The link is committed in MySQL before 201. With a valid X-Api-Key the link belongs to that key; an unknown or revoked key is 401, never an anonymous create. Anonymous clients may create links unless SHORTENER_ANONYMOUS_CREATE=false, at a rate a person needs (per client address, over all instances); keys have their own, higher limit (429 with Retry-After).
+// The link is committed in MySQL before 201. With a valid X-Api-Key the link belongs to that key; an unknown or revoked key is 401, never an anonymous create. Anonymous clients may create links unless SHORTENER_ANONYMOUS_CREATE=false, at a rate a person needs (per client address, over all instances); keys have their own, higher limit (429 with Retry-After). The body must be sent as JSON (Content-Type: application/json): any other type is 415, so that no cross-site form can create a link.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2403,7 +2410,7 @@ func (c *ClientWithResponses) CreateLinkWithBodyWithResponse(ctx context.Context
 
 // CreateLinkWithResponse Create a short link
 //
-// The link is committed in MySQL before 201. With a valid X-Api-Key the link belongs to that key; an unknown or revoked key is 401, never an anonymous create. Anonymous clients may create links unless SHORTENER_ANONYMOUS_CREATE=false, at a rate a person needs (per client address, over all instances); keys have their own, higher limit (429 with Retry-After).
+// The link is committed in MySQL before 201. With a valid X-Api-Key the link belongs to that key; an unknown or revoked key is 401, never an anonymous create. Anonymous clients may create links unless SHORTENER_ANONYMOUS_CREATE=false, at a rate a person needs (per client address, over all instances); keys have their own, higher limit (429 with Retry-After). The body must be sent as JSON (Content-Type: application/json): any other type is 415, so that no cross-site form can create a link.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2692,6 +2699,13 @@ func ParseCreateLinkResponse(rsp *http.Response) (*CreateLinkResponse, error) {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest Error
