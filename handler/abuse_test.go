@@ -2,7 +2,9 @@ package handler
 
 import (
 	"net/http"
+	"shortener"
 	"testing"
+	"time"
 )
 
 // Abuse: what a hostile client or page tries against the public surfaces,
@@ -66,6 +68,35 @@ func TestLocalPathStaysOnSite(t *testing.T) {
 	} {
 		if got := localPath(tc.in); got != tc.want {
 			t.Errorf("localPath(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestSecurityHeaders: every answer, API errors and redirects included,
+// says nosniff; Strict-Transport-Security comes only from a site whose
+// base URL is https.
+func TestSecurityHeaders(t *testing.T) {
+	f := newFakeLinks()
+	f.links["abc"] = shortener.Link{ID: 7, Code: "abc", URL: "https://example.com/", Redirect: 302}
+	plain := newTestHandler(f)
+	tls := mustNew(Config{BaseURL: "https://sho.rt", Instance: "app9", Policy: NewURLPolicy("https://sho.rt", nil, nil, false)},
+		Deps{Resolver: f, Links: f, IDs: &seqIDs{}, Log: discardLogger(), Now: func() time.Time { return now }})
+	for _, tc := range []struct {
+		name, path string
+		h          *Handler
+		hsts       bool
+	}{
+		{"redirect", "/abc", plain, false},
+		{"API error", "/api/v1/links/nope", plain, false},
+		{"redirect over https", "/abc", tls, true},
+		{"API error over https", "/nope", tls, true},
+	} {
+		rec := do(tc.h, http.MethodGet, tc.path, "")
+		if got := rec.Header().Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("%s: X-Content-Type-Options %q, want nosniff", tc.name, got)
+		}
+		if got := rec.Header().Get("Strict-Transport-Security"); (got != "") != tc.hsts {
+			t.Errorf("%s: Strict-Transport-Security %q, want it %v", tc.name, got, tc.hsts)
 		}
 	}
 }

@@ -136,7 +136,18 @@ type Handler struct {
 	// servedBy is X-Served-By's value (nil: none); ids names requests.
 	servedBy []string
 	ids      requestIDs
+	// hsts is Strict-Transport-Security's value when the base URL is
+	// https (nil otherwise: a plain-http site cannot promise HTTPS).
+	hsts []string
 }
+
+// Every answer says it is what its Content-Type says (an API error's
+// JSON, a redirect's empty body), so no browser sniffs one as a page.
+var nosniff = []string{"nosniff"}
+
+// hstsValue asks browsers to use HTTPS only, for a year, once they have
+// seen the site over HTTPS.
+const hstsValue = "max-age=31536000"
 
 // noStore is the Cache-Control of temporary redirects.
 var noStore = []string{"private, max-age=0"}
@@ -194,6 +205,9 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	h.ids.prefix = cfg.Instance + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
 	if cfg.Instance != "" {
 		h.servedBy = []string{cfg.Instance}
+	}
+	if strings.HasPrefix(strings.ToLower(cfg.BaseURL), "https://") {
+		h.hsts = []string{hstsValue}
 	}
 	e.Use(h.frame)
 
@@ -277,6 +291,10 @@ func (h *Handler) frame(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if h.servedBy != nil {
 			hd["X-Served-By"] = h.servedBy
+		}
+		hd["X-Content-Type-Options"] = nosniff
+		if h.hsts != nil {
+			hd["Strict-Transport-Security"] = h.hsts
 		}
 		return next(c)
 	}
