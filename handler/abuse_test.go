@@ -2,7 +2,9 @@ package handler
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"shortener"
+	"strings"
 	"testing"
 	"time"
 )
@@ -98,5 +100,44 @@ func TestSecurityHeaders(t *testing.T) {
 		if got := rec.Header().Get("Strict-Transport-Security"); (got != "") != tc.hsts {
 			t.Errorf("%s: Strict-Transport-Security %q, want it %v", tc.name, got, tc.hsts)
 		}
+	}
+}
+
+// TestClientKeyIPv6Prefix: the per-address create limit counts an IPv6
+// client by its /64, which one host can fill with addresses at will.
+func TestClientKeyIPv6Prefix(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"192.0.2.7", "192.0.2.7"},
+		{"2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"},
+		{"2001:db8:1:3::1", "2001:db8:1:3::/64"},
+		{"::ffff:192.0.2.7", "::ffff:192.0.2.7"},
+		{"not-an-address", "not-an-address"},
+	} {
+		if got := clientKey(tc.in); got != tc.want {
+			t.Errorf("clientKey(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	// Two addresses of one /64 share a budget of 1.
+	f := newFakeLinks()
+	h := mustNew(Config{BaseURL: "http://sho.rt", AnonymousCreate: true, CreateRate: 1, CreateBurst: 1, KeyCreateRate: 1, KeyCreateBurst: 1,
+		Policy: NewURLPolicy("http://sho.rt", nil, nil, false)},
+		Deps{Resolver: f, Links: f, IDs: &seqIDs{}, Log: discardLogger(), Now: func() time.Time { return now }})
+	post := func(addr string) int {
+		req := httptest.NewRequest(http.MethodPost, "/api/v1/links", strings.NewReader(`{"url":"https://example.com/v6"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.RemoteAddr = "[" + addr + "]:5000"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	if got := post("2001:db8:1:2::1"); got != http.StatusCreated {
+		t.Fatalf("first create: %d", got)
+	}
+	if got := post("2001:db8:1:2::2"); got != http.StatusTooManyRequests {
+		t.Errorf("a second address of the same /64: %d, want 429", got)
+	}
+	if got := post("2001:db8:1:3::1"); got != http.StatusCreated {
+		t.Errorf("another /64: %d, want 201", got)
 	}
 }

@@ -74,7 +74,7 @@ func (h *Handler) createLimit() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			caller := callerOf(c)
-			key, r, burst, who := "addr:"+c.RealIP(), h.cfg.CreateRate, h.cfg.CreateBurst, "this address"
+			key, r, burst, who := "addr:"+clientKey(c.RealIP()), h.cfg.CreateRate, h.cfg.CreateBurst, "this address"
 			if caller.Keyed() {
 				key, r, burst, who = "key:"+caller.Owner, h.cfg.KeyCreateRate, h.cfg.KeyCreateBurst, "this API key"
 			}
@@ -121,6 +121,18 @@ func ParseProxies(list []string) ([]netip.Prefix, error) {
 		out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
 	}
 	return out, nil
+}
+
+// clientKey is what a per-address limit counts by: the address, or for
+// IPv6 its /64. One subscriber or host gets a whole /64 and picks any
+// address in it at will, so a limit per address would be 2^64 budgets.
+func clientKey(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil || !a.Is6() || a.Is4In6() {
+		return ip
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
 }
 
 // proxies are the peers whose headers about a request are believed: its
