@@ -1,10 +1,13 @@
 package handler
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"shortener"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -139,5 +142,47 @@ func TestClientKeyIPv6Prefix(t *testing.T) {
 	}
 	if got := post("2001:db8:1:3::1"); got != http.StatusCreated {
 		t.Errorf("another /64: %d, want 201", got)
+	}
+}
+
+// TestKeyringFailsClosed: MySQL goes away just after a key was revoked
+// there. The last list still holds the key, and for a few refresh
+// intervals it works; once the list is older than staleKeys intervals a
+// stored key is refused with ErrUnavailable (503), not accepted for the
+// rest of the outage. Keys from the configuration go on working, and the
+// stored ones again once a reload succeeds.
+func TestKeyringFailsClosed(t *testing.T) {
+	ks := &fakeKeyStore{keys: []shortener.APIKeyHash{{Hash: HashKey("stored-key")}}}
+	var clock atomic.Int64
+	clock.Store(now.UnixNano())
+	k := NewKeyring(ks, []string{"config-key"}, nil, 5*time.Second, func() time.Time { return time.Unix(0, clock.Load()) }, discardLogger())
+	ctx := context.Background()
+	if err := k.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ks.set(nil, shortener.ErrUnavailable, nil) // revoked, then MySQL down
+	check := func(key string) error {
+		_, err := k.Identify(ctx, key)
+		k.Wait()
+		return err
+	}
+	clock.Add(int64(10 * time.Second))
+	if err := check("stored-key"); err != nil {
+		t.Errorf("within %d intervals of the last load: %v, want the last list's answer", staleKeys, err)
+	}
+	clock.Add(int64(staleKeys * 5 * time.Second))
+	if err := check("stored-key"); !errors.Is(err, shortener.ErrUnavailable) {
+		t.Errorf("a stored key with a stale list: %v, want ErrUnavailable", err)
+	}
+	if err := check("config-key"); err != nil {
+		t.Errorf("a configured key with a stale list: %v, want accepted", err)
+	}
+	ks.set([]shortener.APIKeyHash{{Hash: HashKey("other-key")}}, nil, nil) // MySQL back
+	check("config-key")                                                    //nolint:errcheck // starts the reload
+	if err := check("stored-key"); !errors.Is(err, ErrUnknownKey) {
+		t.Errorf("the revoked key once MySQL is back: %v, want ErrUnknownKey", err)
+	}
+	if err := check("other-key"); err != nil {
+		t.Errorf("a stored key once MySQL is back: %v", err)
 	}
 }

@@ -37,6 +37,12 @@ func HashKey(key string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// staleKeys is how many refresh intervals the stored keys are trusted for
+// after the last successful load. Everything a stored key may do needs
+// MySQL anyway (create, delete, list, stats), so refusing it when MySQL
+// has been out that long costs nothing but an earlier 503.
+const staleKeys = 6
+
 // keySet is one loaded list of keys and when it was read.
 type keySet struct {
 	keys   []shortener.APIKeyHash
@@ -49,8 +55,11 @@ type keySet struct {
 // starts one reload in the background (so a revoked key stops working
 // within about the interval while MySQL answers, and a hung MySQL costs a
 // check nothing). Until a list was loaded once, checks fail fast with
-// shortener.ErrUnavailable. Every comparison runs in constant time and
-// every known hash is compared, so timing tells nothing.
+// shortener.ErrUnavailable; so do checks of stored keys once the list is
+// older than staleKeys (MySQL unreachable for that long): a key revoked
+// just before the outage must not go on working through it. Keys from
+// the configuration always work. Every comparison runs in constant time
+// and every known hash is compared, so timing tells nothing.
 type Keyring struct {
 	store   KeyStore
 	static  []shortener.APIKeyHash
@@ -122,10 +131,15 @@ func (k *Keyring) Identify(ctx context.Context, key string) (shortener.Caller, e
 	if key == "" {
 		return shortener.Caller{}, ErrUnknownKey
 	}
+	stored := set.keys
+	stale := k.store != nil && k.now().Sub(set.loaded) >= staleKeys*k.refresh
+	if stale {
+		stored = nil // revocations since the last load are unknown
+	}
 	got := []byte(HashKey(key))
 	var match shortener.APIKeyHash
 	found := 0
-	for _, list := range [][]shortener.APIKeyHash{set.keys, k.static} {
+	for _, list := range [][]shortener.APIKeyHash{stored, k.static} {
 		for _, h := range list {
 			eq := subtle.ConstantTimeCompare(got, []byte(h.Hash))
 			if eq == 1 {
@@ -135,6 +149,10 @@ func (k *Keyring) Identify(ctx context.Context, key string) (shortener.Caller, e
 		}
 	}
 	if found != 1 {
+		if stale {
+			return shortener.Caller{}, fmt.Errorf("identify API key: %w: the key list is %s old, revocations since are unknown",
+				shortener.ErrUnavailable, k.now().Sub(set.loaded).Round(time.Second))
+		}
 		return shortener.Caller{}, ErrUnknownKey
 	}
 	return shortener.Caller{Owner: match.Hash, Admin: match.Admin}, nil
