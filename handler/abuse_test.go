@@ -186,3 +186,33 @@ func TestKeyringFailsClosed(t *testing.T) {
 		t.Errorf("a stored key once MySQL is back: %v", err)
 	}
 }
+
+// TestKeyCookieIsSealed: the pages' cookie never holds the API key, and
+// only a value this site sealed, unexpired, identifies anyone: the raw
+// key (an old cookie), another hash, a value signed with another secret
+// or an expired one is no key at all.
+func TestKeyCookieIsSealed(t *testing.T) {
+	f := newFakeLinks()
+	f.links["mine1"] = shortener.Link{Code: "mine1", URL: "https://example.com/mine", Owner: HashKey("k3y")}
+	h := newPagesHandler(f)
+	other := newPagesHandler(f) // another random secret
+	good := h.sealKey(HashKey("k3y"), now.Add(time.Hour))
+	tampered := strings.Replace(good, HashKey("k3y"), HashKey("other-k3y"), 1)
+	for _, tc := range []struct {
+		name, value string
+		want        int
+	}{
+		{"sealed", good, http.StatusOK},
+		{"the raw key", "k3y", http.StatusOK},
+		{"another key's hash under the same seal", tampered, http.StatusOK},
+		{"sealed by another secret", other.sealKey(HashKey("k3y"), now.Add(time.Hour)), http.StatusOK},
+		{"expired", h.sealKey(HashKey("k3y"), now.Add(-time.Second)), http.StatusOK},
+	} {
+		rec := browse(h, http.MethodGet, "/stats/mine1", nil, "Cookie", keyCookieName+"="+tc.value)
+		checkPage(t, rec, tc.want)
+		owner := strings.Contains(rec.Body.String(), "https://example.com/mine")
+		if owner != (tc.name == "sealed") {
+			t.Errorf("%s: the owner's page shown %v", tc.name, owner)
+		}
+	}
+}

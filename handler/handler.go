@@ -6,6 +6,7 @@
 package handler
 
 import (
+	"crypto/rand"
 	"context"
 	_ "embed"
 	"errors"
@@ -98,6 +99,9 @@ type Config struct {
 	// Pages serves the web pages for people (web.go) and answers browsers'
 	// errors with HTML pages; off, the handler is the API alone.
 	Pages bool
+	// CookieSecret signs the key cookie the pages keep (sealKey); every
+	// instance must have the same. Empty: a random one, for one instance.
+	CookieSecret []byte
 }
 
 // Deps are the collaborators the handler calls.
@@ -136,6 +140,7 @@ type Handler struct {
 	// servedBy is X-Served-By's value (nil: none); ids names requests.
 	servedBy []string
 	ids      requestIDs
+	cookieSecret []byte
 	// hsts is Strict-Transport-Security's value when the base URL is
 	// https (nil otherwise: a plain-http site cannot promise HTTPS).
 	hsts []string
@@ -208,6 +213,10 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	}
 	if strings.HasPrefix(strings.ToLower(cfg.BaseURL), "https://") {
 		h.hsts = []string{hstsValue}
+	}
+	if h.cookieSecret = cfg.CookieSecret; len(h.cookieSecret) == 0 {
+		h.cookieSecret = make([]byte, 32)
+		rand.Read(h.cookieSecret) //nolint:errcheck // never fails (crypto/rand)
 	}
 	e.Use(h.frame)
 

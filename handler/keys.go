@@ -20,6 +20,9 @@ type Authorizer interface {
 	// revoked key is ErrUnknownKey; shortener.ErrUnavailable means no key
 	// list was ever loaded, so no key can be checked.
 	Identify(ctx context.Context, key string) (shortener.Caller, error)
+	// IdentifyHash is Identify for a key known by its hash (HashKey): the
+	// pages' cookie keeps only that.
+	IdentifyHash(ctx context.Context, hash string) (shortener.Caller, error)
 }
 
 // ErrUnknownKey means an API key is not known or was revoked.
@@ -113,6 +116,28 @@ func (k *Keyring) Wait() { k.wg.Wait() }
 
 // Identify returns the caller key belongs to.
 func (k *Keyring) Identify(ctx context.Context, key string) (shortener.Caller, error) {
+	hash := "" // no key: unknown
+	if key != "" {
+		hash = HashKey(key)
+	}
+	return k.IdentifyHash(ctx, hash)
+}
+
+// IdentifyHash returns the caller whose key hashes to hash.
+func (k *Keyring) IdentifyHash(ctx context.Context, hash string) (shortener.Caller, error) {
+	set := k.reload(ctx)
+	if set == nil {
+		return shortener.Caller{}, fmt.Errorf("identify API key: %w: key list not loaded yet", shortener.ErrUnavailable)
+	}
+	if hash == "" {
+		return shortener.Caller{}, ErrUnknownKey
+	}
+	return k.match(set, hash)
+}
+
+// reload returns the last list read and, when it is older than the refresh
+// interval, starts one reload in the background.
+func (k *Keyring) reload(ctx context.Context) *keySet {
 	set := k.set.Load()
 	if k.store != nil && (set == nil || k.now().Sub(set.loaded) >= k.refresh) && k.reloading.CompareAndSwap(false, true) {
 		k.wg.Add(1)
@@ -125,18 +150,17 @@ func (k *Keyring) Identify(ctx context.Context, key string) (shortener.Caller, e
 			}
 		}()
 	}
-	if set == nil {
-		return shortener.Caller{}, fmt.Errorf("identify API key: %w: key list not loaded yet", shortener.ErrUnavailable)
-	}
-	if key == "" {
-		return shortener.Caller{}, ErrUnknownKey
-	}
+	return set
+}
+
+// match finds hash among the stored keys of set and the configured ones.
+func (k *Keyring) match(set *keySet, hash string) (shortener.Caller, error) {
 	stored := set.keys
 	stale := k.store != nil && k.now().Sub(set.loaded) >= staleKeys*k.refresh
 	if stale {
 		stored = nil // revocations since the last load are unknown
 	}
-	got := []byte(HashKey(key))
+	got := []byte(hash)
 	var match shortener.APIKeyHash
 	found := 0
 	for _, list := range [][]shortener.APIKeyHash{stored, k.static} {

@@ -412,8 +412,11 @@ func TestStatsKey(t *testing.T) {
 		t.Fatalf("saving the key: %d %s", rec.Code, rec.Header().Get("Location"))
 	}
 	cks := rec.Result().Cookies()
-	if len(cks) != 1 || cks[0].Name != keyCookieName || !cks[0].HttpOnly || cks[0].SameSite != http.SameSiteLaxMode || cks[0].Value != "k3y" {
+	if len(cks) != 1 || cks[0].Name != keyCookieName || !cks[0].HttpOnly || cks[0].SameSite != http.SameSiteLaxMode || strings.Contains(cks[0].Value, "k3y") {
 		t.Fatalf("cookie %+v", cks)
+	}
+	if hash, ok := h.openKey(cks[0].Value); !ok || hash != HashKey("k3y") || cks[0].MaxAge != 0 || cks[0].Secure {
+		t.Errorf("cookie %+v holds %q (%v); want the key's hash, for the session (plain http), not Secure", cks[0], hash, ok)
 	}
 	ck := "Cookie"
 	// Not this key's link: 403, with a way to forget the key.
@@ -431,7 +434,7 @@ func TestStatsKey(t *testing.T) {
 		t.Errorf("the owner's stats page does not show the link:\n%s", rec.Body)
 	}
 	// A revoked (unknown) key makes no anonymous link.
-	rec = browse(h, http.MethodPost, "/", url.Values{"url": {"https://example.com/x"}}, ck, keyCookieName+"=revoked")
+	rec = browse(h, http.MethodPost, "/", url.Values{"url": {"https://example.com/x"}}, ck, keyCookieName+"="+h.sealKey(HashKey("revoked"), now.Add(time.Hour)))
 	checkPage(t, rec, http.StatusUnauthorized)
 	// Forgetting the key expires the cookie.
 	rec = browse(h, http.MethodPost, "/settings/key", url.Values{"action": {"forget"}, "next": {"//evil.example/"}}, ck, cks[0].String())
@@ -455,7 +458,7 @@ func TestPagesShowClicks(t *testing.T) {
 		daily    bool
 		bars     int
 	}{{"", false, statsHours}, {"day", true, statsDays}} {
-		rec := browse(h, http.MethodGet, "/stats/abc?interval="+tc.interval, nil, key, keyCookieName+"=k3y")
+		rec := browse(h, http.MethodGet, "/stats/abc?interval="+tc.interval, nil, key, keyCookieName+"="+h.sealKey(HashKey("k3y"), now.Add(time.Hour)))
 		checkPage(t, rec, http.StatusOK)
 		doc := parseHTML(t, rec.Body.String())
 		if got := textOf(byID(doc, "total")); got != "5" {

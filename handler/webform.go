@@ -72,7 +72,7 @@ func (h *Handler) home(c echo.Context) error {
 func (h *Handler) newHomePage(c echo.Context) homePage {
 	return homePage{Title: "Shorten a link", Form: shortenForm{Redirect: "302", Idem: newFormKey()},
 		Errors: map[string]string{}, Anon: h.cfg.AnonymousCreate, Redirs: redirectChoices,
-		HasKey: keyCookie(c) != "", BaseURL: h.cfg.BaseURL}
+		HasKey: h.keyCookie(c) != "", BaseURL: h.cfg.BaseURL}
 }
 
 // newFormKey returns a fresh Idempotency-Key for one rendering of the

@@ -1,42 +1,88 @@
 package handler
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/url"
 	"shortener"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 )
 
-// keyCookieName holds the API key a browser entered on a stats page. It
-// is HttpOnly (no script, ours or injected, can read it), SameSite=Lax
-// and sent only to this site; the key is checked on every use, so a
+// keyCookieName names the cookie that says which API key a browser
+// entered on a page. It never holds the key itself, which would work
+// against the API from wherever the cookie leaked to: it holds the key's
+// hash and an expiry, signed by the server (sealKey), so it is good for
+// these pages only, for keyCookieDays at most. It is HttpOnly (no script,
+// ours or injected, can read it), SameSite=Lax and sent only to this
+// site; Secure when the site is https, and on a plain-http site kept only
+// for the browser's session. The key is checked on every use, so a
 // revoked key stops working at once.
 const keyCookieName = "shortener_key"
 
-// keyCookie returns the API key kept in the browser, "" if none.
-func keyCookie(c echo.Context) string {
+// keyCookieDays is how long a browser keeps its key.
+const keyCookieDays = 30
+
+// sealKey is the cookie value for a key's hash until exp:
+// "v1.<hash>.<exp unix>.<HMAC-SHA256 of the rest, base64url>".
+func (h *Handler) sealKey(hash string, exp time.Time) string {
+	v := "v1." + hash + "." + strconv.FormatInt(exp.Unix(), 10)
+	return v + "." + h.cookieMAC(v)
+}
+
+func (h *Handler) cookieMAC(v string) string {
+	m := hmac.New(sha256.New, h.cookieSecret)
+	m.Write([]byte(v))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// openKey returns the key hash a cookie value holds, if it is one this
+// site sealed and it has not expired.
+func (h *Handler) openKey(v string) (string, bool) {
+	i := strings.LastIndexByte(v, '.')
+	if i < 0 || !hmac.Equal([]byte(v[i+1:]), []byte(h.cookieMAC(v[:i]))) {
+		return "", false
+	}
+	parts := strings.Split(v[:i], ".")
+	if len(parts) != 3 || parts[0] != "v1" {
+		return "", false
+	}
+	exp, err := strconv.ParseInt(parts[2], 10, 64)
+	if err != nil || !h.d.Now().Before(time.Unix(exp, 0)) {
+		return "", false
+	}
+	return parts[1], true
+}
+
+// keyCookie returns the key hash the browser keeps, "" if none (or one
+// this site did not seal, or expired: the browser is asked for its key
+// again).
+func (h *Handler) keyCookie(c echo.Context) string {
 	ck, err := c.Cookie(keyCookieName)
 	if err != nil {
 		return ""
 	}
-	return ck.Value
+	hash, _ := h.openKey(ck.Value)
+	return hash
 }
 
 // cookieCaller identifies the browser by the API key it keeps: anonymous
 // without one, ErrUnknownKey for a key revoked since it was entered.
 func (h *Handler) cookieCaller(c echo.Context) (shortener.Caller, error) {
-	key := keyCookie(c)
-	if key == "" {
+	hash := h.keyCookie(c)
+	if hash == "" {
 		return shortener.Caller{}, nil
 	}
 	if h.d.Keys == nil {
 		return shortener.Caller{}, ErrUnknownKey
 	}
-	return h.d.Keys.Identify(c.Request().Context(), key)
+	return h.d.Keys.IdentifyHash(c.Request().Context(), hash)
 }
 
 // hostOf returns the host of an absolute URL, "" if it has none.
@@ -129,7 +175,7 @@ func (h *Handler) statsPage(c echo.Context) error {
 	default:
 		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "interval must be hour or day"}
 	}
-	p.HasKey = keyCookie(c) != ""
+	p.HasKey = h.keyCookie(c) != ""
 	caller, err := h.cookieCaller(c)
 	switch {
 	case errors.Is(err, ErrUnknownKey):
@@ -177,8 +223,9 @@ func (h *Handler) saveKey(c echo.Context) error {
 	}
 	key := strings.TrimSpace(r.PostForm.Get("key"))
 	err := error(ErrUnknownKey) // an empty key is not a key
+	var caller shortener.Caller
 	if key != "" && h.d.Keys != nil {
-		_, err = h.d.Keys.Identify(r.Context(), key)
+		caller, err = h.d.Keys.Identify(r.Context(), key)
 	}
 	if err != nil && !errors.Is(err, ErrUnknownKey) {
 		return err
@@ -196,7 +243,11 @@ func (h *Handler) saveKey(c echo.Context) error {
 		p.KeyError = msg
 		return h.render(c, http.StatusUnauthorized, "home", pagePrivate, p)
 	}
-	ck.Value, ck.MaxAge = key, 365*24*3600
+	exp := h.d.Now().Add(keyCookieDays * 24 * time.Hour)
+	ck.Value = h.sealKey(caller.Owner, exp)
+	if ck.Secure {
+		ck.MaxAge = keyCookieDays * 24 * 3600
+	} // plain http: a session cookie, gone when the browser closes
 	c.SetCookie(ck)
 	return c.Redirect(http.StatusSeeOther, next)
 }

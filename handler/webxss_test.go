@@ -6,6 +6,7 @@ import (
 	"shortener"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/net/html"
 )
@@ -33,7 +34,7 @@ func TestPagesEscapeMarkup(t *testing.T) {
 	if created.Code != http.StatusCreated || refused.Code != http.StatusBadRequest {
 		t.Fatalf("create: %d, refused alias: %d", created.Code, refused.Code)
 	}
-	key := &http.Cookie{Name: keyCookieName, Value: "adm1n"} // an admin key manages anonymous links
+	key := &http.Cookie{Name: keyCookieName, Value: h.sealKey(HashKey("adm1n"), now.Add(time.Hour))} // an admin key manages anonymous links
 	pages := map[string]string{
 		"POST / (created)":       created.Body.String(),
 		"POST / (alias refused)": refused.Body.String(),

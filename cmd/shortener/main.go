@@ -8,6 +8,8 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
@@ -158,7 +160,7 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 		CreateRate: cfg.CreateRate, CreateBurst: cfg.CreateBurst, IdempotencyTTL: cfg.IdemTTL,
 		KeyCreateRate: cfg.KeyCreateRate, KeyCreateBurst: cfg.KeyCreateBurst, TrustedProxies: cfg.TrustedProxies,
 		ReferrerPolicy: cfg.ReferrerPolicy, PermanentMaxAge: cfg.PermanentMaxAge,
-		TrendingKeyed: cfg.TrendingKeyed, Pages: true,
+		TrendingKeyed: cfg.TrendingKeyed, Pages: true, CookieSecret: cookieSecret(cfg.CodeKey),
 		Policy: handler.NewURLPolicy(cfg.BaseURL, cfg.SelfHosts, cfg.DenyHosts, cfg.AllowLocal)}, handler.Deps{
 		Resolver:    c,
 		Links:       st,
@@ -279,4 +281,13 @@ func purgeExpiredKeys(ctx context.Context, p keyPurger, log *slog.Logger) int64 
 		}
 	}
 	return total
+}
+
+// cookieSecret is the key that signs the pages' key cookie, derived from
+// the code key: a secret every instance already shares, so a cookie one
+// instance set is good on the others, and that never leaves the servers.
+func cookieSecret(codeKey string) []byte {
+	m := hmac.New(sha256.New, []byte(codeKey))
+	m.Write([]byte("shortener: key cookie"))
+	return m.Sum(nil)
 }
