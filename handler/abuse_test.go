@@ -2,10 +2,13 @@ package handler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"shortener"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -213,6 +216,43 @@ func TestKeyCookieIsSealed(t *testing.T) {
 		owner := strings.Contains(rec.Body.String(), "https://example.com/mine")
 		if owner != (tc.name == "sealed") {
 			t.Errorf("%s: the owner's page shown %v", tc.name, owner)
+		}
+	}
+}
+
+// TestListCursorIsSealed: the list cursor hands out no Snowflake ID (its
+// creation time, its node, and a known ID-code pair for the code
+// permutation), and a cursor altered or made up is refused.
+func TestListCursorIsSealed(t *testing.T) {
+	f := newFakeLinks()
+	const id = 1866998844226375680 // a Snowflake ID of December 2026
+	for i := range 3 {
+		code := fmt.Sprintf("c%d", i)
+		f.links[code] = shortener.Link{ID: id + int64(i), Code: code, URL: "https://x.example/", Redirect: 302, Owner: HashKey("k3y")}
+	}
+	h := newTestHandler(f)
+	rec := do(h, "GET", "/api/v1/links?limit=1", "", "X-Api-Key", "k3y")
+	var body struct {
+		Next string `json:"next_cursor"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Next == "" {
+		t.Fatalf("first page: %v, %s", err, rec.Body)
+	}
+	for i := range int64(3) {
+		for _, raw := range []string{strconv.FormatInt(id+i, 36), strconv.FormatInt(id+i, 10), strconv.FormatInt(id+i, 16)} {
+			if strings.Contains(body.Next, raw) {
+				t.Errorf("cursor %q holds the ID %d (%s)", body.Next, id+i, raw)
+			}
+		}
+	}
+	if got, ok := h.openCursor(body.Next); !ok || got != id+2 {
+		t.Errorf("cursor opens to %d, %v; want %d", got, ok, id+2)
+	}
+	altered := []byte(body.Next)
+	altered[3] ^= 1
+	for _, c := range []string{string(altered), strconv.FormatInt(id+1, 36), "AAAAAAAAAAAAAAAAAAAAAA"} {
+		if rec := do(h, "GET", "/api/v1/links?cursor="+c, "", "X-Api-Key", "k3y"); rec.Code != 400 {
+			t.Errorf("cursor %q: %d, want 400", c, rec.Code)
 		}
 	}
 }

@@ -6,8 +6,11 @@
 package handler
 
 import (
-	"crypto/rand"
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -99,8 +102,9 @@ type Config struct {
 	// Pages serves the web pages for people (web.go) and answers browsers'
 	// errors with HTML pages; off, the handler is the API alone.
 	Pages bool
-	// CookieSecret signs the key cookie the pages keep (sealKey); every
-	// instance must have the same. Empty: a random one, for one instance.
+	// CookieSecret signs the key cookie the pages keep (sealKey) and
+	// seals list cursors (sealCursor); every instance must have the same.
+	// Empty: a random one, for one instance.
 	CookieSecret []byte
 }
 
@@ -138,9 +142,10 @@ type Handler struct {
 	// Header values of every redirect, built once.
 	permanentCache, referrerPolicy []string
 	// servedBy is X-Served-By's value (nil: none); ids names requests.
-	servedBy []string
-	ids      requestIDs
+	servedBy     []string
+	ids          requestIDs
 	cookieSecret []byte
+	cursor       cipher.Block // seals list cursors
 	// hsts is Strict-Transport-Security's value when the base URL is
 	// https (nil otherwise: a plain-http site cannot promise HTTPS).
 	hsts []string
@@ -218,6 +223,8 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		h.cookieSecret = make([]byte, 32)
 		rand.Read(h.cookieSecret) //nolint:errcheck // never fails (crypto/rand)
 	}
+	ck := sha256.Sum256(append([]byte("shortener: list cursor\x00"), h.cookieSecret...))
+	h.cursor, _ = aes.NewCipher(ck[:16]) // a 16-byte key: no error
 	e.Use(h.frame)
 
 	e.GET("/healthz", h.healthz)

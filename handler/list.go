@@ -2,6 +2,9 @@ package handler
 
 import (
 	"context"
+	"crypto/aes"
+	"encoding/base64"
+	"encoding/binary"
 	"net/http"
 	"shortener"
 	"strconv"
@@ -30,8 +33,10 @@ type listResponse struct {
 }
 
 // list answers GET /api/v1/links: the calling key's own links, newest
-// first, one page at a time. The cursor is opaque to clients (it is the
-// last link's ID in base 36), so pages stay stable while links are added.
+// first, one page at a time. The cursor is the last link's ID, encrypted
+// (sealCursor): opaque to clients, so pages stay stable while links are
+// added, and no raw Snowflake ID (its time, its node, and with its code a
+// known pair for the code permutation) is handed out.
 func (h *Handler) list(c echo.Context) error {
 	limit := defaultPage
 	if v := c.QueryParam("limit"); v != "" {
@@ -43,8 +48,8 @@ func (h *Handler) list(c echo.Context) error {
 	}
 	var before int64
 	if v := c.QueryParam("cursor"); v != "" {
-		n, err := strconv.ParseInt(v, 36, 64)
-		if err != nil || n <= 0 {
+		n, ok := h.openCursor(v)
+		if !ok || n <= 0 {
 			return &Error{Status: 400, Code: CodeInvalidRequest, Message: "cursor is not one this API returned"}
 		}
 		before = n
@@ -60,10 +65,36 @@ func (h *Handler) list(c echo.Context) error {
 	out := listResponse{Links: make([]linkResponse, 0, min(len(links), limit))}
 	for i, l := range links {
 		if i == limit {
-			out.NextCursor = strconv.FormatInt(links[i-1].ID, 36)
+			out.NextCursor = h.sealCursor(links[i-1].ID)
 			break
 		}
 		out.Links = append(out.Links, h.response(l))
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// sealCursor encrypts id as a list cursor: AES under a key derived from
+// the server secret, the ID in the first 8 bytes of the block and zeros in
+// the rest, base64url (22 characters).
+func (h *Handler) sealCursor(id int64) string {
+	var b [aes.BlockSize]byte
+	binary.BigEndian.PutUint64(b[:], uint64(id))
+	h.cursor.Encrypt(b[:], b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// openCursor decrypts a cursor sealCursor made; a forged or altered one
+// fails (its zeros do not come back but once in 2^64).
+func (h *Handler) openCursor(v string) (int64, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil || len(b) != aes.BlockSize {
+		return 0, false
+	}
+	h.cursor.Decrypt(b, b)
+	for _, z := range b[8:] {
+		if z != 0 {
+			return 0, false
+		}
+	}
+	return int64(binary.BigEndian.Uint64(b)), true
 }
