@@ -29,20 +29,94 @@ import (
 
 const chartDir = "helm/shortener"
 
-// production is what a real install sets: many replicas, existing Redis
-// and MySQL, an Ingress, secrets from an existing Secret.
-var production = map[string]any{
-	"image": map[string]any{"repository": "registry.example/shortener/app", "tag": "1.4.2", "pullPolicy": "IfNotPresent"},
-	"app": map[string]any{
-		"replicas": 10, "baseURL": "https://sho.rt",
-		"env":         map[string]any{"SHORTENER_L1_SIZE": 500000, "SHORTENER_LOG_LEVEL": "warn"},
-		"autoscaling": map[string]any{"enabled": true, "minReplicas": 10, "maxReplicas": 60, "targetCPUUtilizationPercentage": 60},
-	},
-	"secrets": map[string]any{"existingSecret": "shortener-prod"},
-	"redis":   map[string]any{"deploy": false, "sentinels": []any{"sentinel-0.redis:26379", "sentinel-1.redis:26379", "sentinel-2.redis:26379"}},
-	"mysql":   map[string]any{"deploy": false},
-	"nginx":   map[string]any{"enabled": false},
-	"ingress": map[string]any{"enabled": true, "className": "nginx", "host": "sho.rt", "tlsSecret": "sho-rt-tls"},
+// small is the chart's defaults as a small install gives them: the
+// secrets the chart needs for its own MariaDB, Redis and sentinels, which
+// it never makes up (helm install --set secrets.codeKey=...).
+var small = map[string]any{"secrets": map[string]any{
+	"codeKey": "0123456789abcdef0123", "apiKey": "sk_test", "dbPassword": "db-pw",
+	"redisPassword": "redis-pw", "sentinelPassword": "sentinel-pw",
+}}
+
+// production is what a real install sets (ci/production-values.yaml):
+// many replicas, existing Redis and MySQL, an Ingress straight to the
+// apps, secrets from an existing Secret, the cluster's own ranges.
+func production(tb testing.TB) map[string]any {
+	tb.Helper()
+	b, err := os.ReadFile(chartDir + "/ci/production-values.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var vals map[string]any
+	if err := yaml.Unmarshal(b, &vals); err != nil {
+		tb.Fatal(err)
+	}
+	return vals
+}
+
+// valueSets are the two installs every chart test renders.
+func valueSets(tb testing.TB) map[string]map[string]any {
+	return map[string]map[string]any{"default": small, "production": production(tb)}
+}
+
+// with returns values with over merged in, key by key (neither changes).
+func with(values, over map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range values {
+		out[k] = v
+	}
+	for k, v := range over {
+		if a, ok := out[k].(map[string]any); ok {
+			if b, ok := v.(map[string]any); ok {
+				out[k] = with(a, b)
+				continue
+			}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// mustRender renders values and decodes every object strictly.
+func mustRender(tb testing.TB, values map[string]any) []runtime.Object {
+	tb.Helper()
+	manifests, err := render(tb, values)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return objects(tb, manifests)
+}
+
+// podSpecs are the pod templates of the rendered workloads, by name.
+func podSpecs(objs []runtime.Object) map[string]corev1.PodTemplateSpec {
+	pods := map[string]corev1.PodTemplateSpec{}
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			pods[o.Name] = o.Spec.Template
+		case *appsv1.StatefulSet:
+			pods[o.Name] = o.Spec.Template
+		}
+	}
+	return pods
+}
+
+// envOf is a container's environment by name.
+func envOf(c corev1.Container) map[string]corev1.EnvVar {
+	env := map[string]corev1.EnvVar{}
+	for _, e := range c.Env {
+		env[e.Name] = e
+	}
+	return env
+}
+
+// configMap is the data of the rendered ConfigMap called name.
+func configMap(objs []runtime.Object, name string) map[string]string {
+	for _, o := range objs {
+		if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == name {
+			return cm.Data
+		}
+	}
+	return nil
 }
 
 // render renders the chart with values over its defaults, checking them
@@ -109,7 +183,7 @@ func stripComments(doc string) string {
 // TestChartLint runs Helm's linter (which also checks values.schema.json)
 // with the default and the production-like values.
 func TestChartLint(t *testing.T) {
-	for name, vals := range map[string]map[string]any{"default": nil, "production": production} {
+	for name, vals := range valueSets(t) {
 		l := lint.RunAll(chartDir, vals, "web")
 		for _, m := range l.Messages {
 			if m.Severity >= support.WarningSev {
@@ -125,7 +199,7 @@ func TestChartLint(t *testing.T) {
 // drain, auto node IDs for more than one replica, no secret in plain text.
 func TestChartRenders(t *testing.T) {
 	routes := openAPIRoutes(t)
-	for name, vals := range map[string]map[string]any{"default": nil, "production": production} {
+	for name, vals := range valueSets(t) {
 		t.Run(name, func(t *testing.T) {
 			manifests, err := render(t, vals)
 			if err != nil {
@@ -271,14 +345,24 @@ func TestChartRejectsBadValues(t *testing.T) {
 		{"external MySQL without a Secret", map[string]any{"mysql": map[string]any{"deploy": false}}},
 		{"external Redis without sentinels", map[string]any{"redis": map[string]any{"deploy": false}}},
 		{"bad pull policy", map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}},
+		{"Redis password in env", map[string]any{"app": map[string]any{"env": map[string]any{"SHORTENER_SENTINEL_PASSWORD_FILE": "/x"}}}},
+		{"trusted proxies behind the chart's back", map[string]any{"app": map[string]any{"env": map[string]any{"SHORTENER_TRUSTED_PROXIES": "0.0.0.0/0"}}}},
+		{"journal bound behind the chart's back", map[string]any{"app": map[string]any{"env": map[string]any{"SHORTENER_CLICKS_MAX_BYTES": "8589934592"}}}},
+		{"short code key", map[string]any{"secrets": map[string]any{"codeKey": "short"}}},
+		{"secret values and an existing Secret", map[string]any{"secrets": map[string]any{"existingSecret": "mine"}}},
+		{"bad pod CIDR", map[string]any{"cluster": map[string]any{"podCIDRs": []any{"10.244.0.0/16; x"}}}},
+		{"no pod CIDR", map[string]any{"cluster": map[string]any{"podCIDRs": []any{}}}},
+		{"monitoring label without a key", map[string]any{"networkPolicy": map[string]any{"monitoring": map[string]any{"namespaceLabel": map[string]any{"key": ""}}}}},
+		{"controller namespace not a name", map[string]any{"ingress": map[string]any{"controller": map[string]any{"namespace": "ingress nginx"}}}},
 	}
 	for _, tt := range tests {
-		if _, err := render(t, tt.vals); err == nil {
-			t.Errorf("%s: rendered, want a schema error", tt.name)
+		// Over the small install's secrets: only the schema may refuse.
+		if _, err := render(t, with(small, tt.vals)); err == nil || !strings.Contains(err.Error(), "schema") {
+			t.Errorf("%s: got %v, want a schema error", tt.name, err)
 		}
 	}
 	// A single replica may have a fixed node ID.
-	if _, err := render(t, map[string]any{"app": map[string]any{"nodeID": 7, "replicas": 1, "autoscaling": map[string]any{"enabled": false}}}); err != nil {
+	if _, err := render(t, with(small, map[string]any{"app": map[string]any{"nodeID": 7, "replicas": 1, "autoscaling": map[string]any{"enabled": false}}})); err != nil {
 		t.Errorf("one replica with a fixed node ID: %v", err)
 	}
 }

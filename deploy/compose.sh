@@ -39,6 +39,14 @@ up() {
 		)
 		echo "wrote deploy/.env (secrets, mode 0600; keep it: the code key must not change)"
 	fi
+	# Redis and the sentinels require passwords; a .env from before they
+	# did gets them added (the other secrets stay as they are).
+	for key in SHORTENER_REDIS_PASSWORD SHORTENER_SENTINEL_PASSWORD; do
+		if ! grep -q "^$key=" .env; then
+			printf '%s=%s\n' "$key" "$(secret)" >>.env
+			echo "added $key to deploy/.env"
+		fi
+	done
 	compose build --quiet 2>/dev/null || compose build
 	compose up -d
 	local url=http://127.0.0.1:$SHORTENER_HTTP_PORT
@@ -56,7 +64,7 @@ up() {
 
 down() {
 	if [ ! -f .env ]; then # nothing was brought up with secrets; compose still wants them set
-		export SHORTENER_DB_PASSWORD=unset SHORTENER_CODE_KEY=unset
+		export SHORTENER_DB_PASSWORD=unset SHORTENER_CODE_KEY=unset SHORTENER_REDIS_PASSWORD=unset SHORTENER_SENTINEL_PASSWORD=unset
 		: >.env
 	fi
 	local flags=(--remove-orphans -t 20)

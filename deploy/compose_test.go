@@ -12,7 +12,8 @@ import (
 )
 
 // composeEnv is what compose.yaml needs from its environment.
-var composeEnv = []string{"SHORTENER_DB_PASSWORD=pw", "SHORTENER_CODE_KEY=0123456789abcdef"}
+var composeEnv = []string{"SHORTENER_DB_PASSWORD=pw", "SHORTENER_CODE_KEY=0123456789abcdef",
+	"SHORTENER_REDIS_PASSWORD=redis_pw", "SHORTENER_SENTINEL_PASSWORD=sentinel_pw"}
 
 // TestComposeFile loads compose.yaml with compose-go, the Compose
 // Specification's reference loader, and checks what the stack relies on.
@@ -97,10 +98,35 @@ func TestComposeFile(t *testing.T) {
 	if strings.Contains(string(conf), "hostnames") {
 		t.Errorf("conf/sentinel.conf resolves or announces host names:\n%s", conf)
 	}
+	// Every Redis node and sentinel requires its password, which the apps
+	// send; the healthchecks authenticate.
+	for name, s := range p.Services {
+		redis, sentinel := strings.HasPrefix(name, "redis-"), strings.HasPrefix(name, "sentinel-")
+		if !redis && !sentinel && !strings.HasPrefix(name, "app") {
+			continue
+		}
+		for k, want := range map[string]string{"SHORTENER_REDIS_PASSWORD": "redis_pw", "SHORTENER_SENTINEL_PASSWORD": "sentinel_pw"} {
+			if v := s.Environment[k]; v == nil || *v != want {
+				t.Errorf("%s: %s=%v, want the environment's %q", name, k, v, want)
+			}
+		}
+		role := map[bool]string{true: "redis", false: "sentinel"}[redis]
+		if test := strings.Join(s.HealthCheck.Test, " "); (redis || sentinel) && test != "CMD /usr/local/bin/shortener-redis ping "+role {
+			t.Errorf("%s: healthcheck %q, want the entrypoint's authenticated ping", name, test)
+		}
+	}
 	// Without the secrets it refuses to load, rather than start with blanks.
-	opts, _ = cli.NewProjectOptions([]string{"compose.yaml"}, cli.WithName("shortener"), cli.WithEnv(nil))
-	if _, err := opts.LoadProject(context.Background()); err == nil || !strings.Contains(err.Error(), "SHORTENER_DB_PASSWORD") {
-		t.Errorf("compose.yaml without secrets: got %v, want an error naming SHORTENER_DB_PASSWORD", err)
+	for _, missing := range []string{"SHORTENER_DB_PASSWORD", "SHORTENER_REDIS_PASSWORD", "SHORTENER_SENTINEL_PASSWORD"} {
+		var env []string
+		for _, e := range composeEnv {
+			if !strings.HasPrefix(e, missing+"=") {
+				env = append(env, e)
+			}
+		}
+		opts, _ = cli.NewProjectOptions([]string{"compose.yaml"}, cli.WithName("shortener"), cli.WithEnv(env))
+		if _, err := opts.LoadProject(context.Background()); err == nil || !strings.Contains(err.Error(), missing) {
+			t.Errorf("compose.yaml without %s: got %v, want an error naming it", missing, err)
+		}
 	}
 }
 

@@ -112,9 +112,11 @@ func (p *composeProject) container(ctx context.Context, service string) string {
 	return out
 }
 
-// sentinel asks sentinel-1 a question.
+// sentinel asks sentinel-1 a question, with the password in its
+// container's environment.
 func (p *composeProject) sentinel(ctx context.Context, args ...string) (string, error) {
-	return p.docker(ctx, append([]string{"exec", p.container(ctx, "sentinel-1"), "redis-cli", "-p", "26379", "--raw", "sentinel"}, args...)...)
+	ask := `REDISCLI_AUTH="$SHORTENER_SENTINEL_PASSWORD" exec redis-cli -p 26379 --raw sentinel "$@"`
+	return p.docker(ctx, append([]string{"exec", p.container(ctx, "sentinel-1"), "sh", "-c", ask, "sh"}, args...)...)
 }
 
 // TestComposeEndToEnd builds the images on the local base, brings the
@@ -155,8 +157,9 @@ func TestComposeEndToEnd(t *testing.T) {
 	// A /24 of its own, away from make deploy-up's default 172.29.53.
 	net := fmt.Sprintf("172.29.%d", 100+os.Getpid()%100)
 	env := fmt.Sprintf("SHORTENER_DB_PASSWORD=%s\nSHORTENER_CODE_KEY=%s\nSHORTENER_API_KEY=sk_%s\n"+
+		"SHORTENER_REDIS_PASSWORD=%s\nSHORTENER_SENTINEL_PASSWORD=%s\n"+
 		"SHORTENER_BASE=shortener-base:bookworm\nSHORTENER_TAG=e2e\nSHORTENER_HTTP_PORT=%d\nSHORTENER_BASE_URL=%s\n"+
-		"SHORTENER_CREATE_RATE=0\nSHORTENER_NET=%s\n", secret(), secret(), secret(), port, p.base, net)
+		"SHORTENER_CREATE_RATE=0\nSHORTENER_NET=%s\n", secret(), secret(), secret(), secret(), secret(), port, p.base, net)
 	if err := os.WriteFile(p.envFile, []byte(env), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -52,3 +52,85 @@ app.kubernetes.io/component: {{ .component }}
 {{- else -}}{{- fail (printf "duration %q: use s, ms or m" $d) -}}
 {{- end -}}
 {{- end -}}
+
+{{/* A value of the chart's own Secret: the one given in values
+     (secrets.<field>), else the one the Secret already holds (lookup, at
+     an upgrade; nothing under helm template), else empty. Never random.
+     Arguments: (list . field key). */}}
+{{- define "shortener.secretValue" -}}
+{{- $root := index . 0 -}}
+{{- $given := index $root.Values.secrets (index . 1) -}}
+{{- $old := (lookup "v1" "Secret" $root.Release.Namespace (include "shortener.secretName" $root)).data | default dict -}}
+{{- $given | default (get $old (index . 2) | b64dec) -}}
+{{- end -}}
+
+{{/* An env var from the release's Secret: (list . name key optional). */}}
+{{- define "shortener.secretEnv" -}}
+- name: {{ index . 1 }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "shortener.secretName" (index . 0) }}
+      key: {{ index . 2 }}
+      {{- if index . 3 }}
+      optional: true
+      {{- end }}
+{{- end -}}
+
+{{/* Every pod runs as the numeric user its image is built with (USER in
+     deploy/Dockerfile, deploy/nginx/, deploy/redis/, deploy/mariadb/;
+     the chart's test compares them), which owns its volumes (fsGroup). */}}
+{{- define "shortener.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: {{ . }}
+runAsGroup: {{ . }}
+fsGroup: {{ . }}
+fsGroupChangePolicy: OnRootMismatch
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* Every container: nothing to gain, nothing to write but its volumes. */}}
+{{- define "shortener.containerSecurityContext" -}}
+runAsNonRoot: true
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+privileged: false
+capabilities:
+  drop: [ALL]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* The Ingress controller's addresses, comma-separated. */}}
+{{- define "shortener.ingressCIDRs" -}}
+{{- .Values.ingress.controller.cidrs | default .Values.cluster.podCIDRs | join "," -}}
+{{- end -}}
+
+{{/* The apps' SHORTENER_TRUSTED_PROXIES: as given, else whoever sends them
+     requests: the chart's nginx pods (any pod address; the NetworkPolicy
+     admits only nginx), or with nginx off the Ingress controller. */}}
+{{- define "shortener.trustedProxies" -}}
+{{- if .Values.app.trustedProxies -}}
+{{- join "," .Values.app.trustedProxies -}}
+{{- else if .Values.nginx.enabled -}}
+{{- join "," .Values.cluster.podCIDRs -}}
+{{- else -}}
+{{- include "shortener.ingressCIDRs" . -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The click journal volume's sizeLimit: the journal's bound, two more
+     segments (16 MiB at most each: the journal preallocates the next
+     one whole, and counts only what it wrote of the current one), and
+     the trending spool twice (it is rewritten to a .tmp file beside the
+     old one, then renamed). A spooled link-minute is at most 122 bytes of
+     JSON ({"c":<64-byte code>,"m":<minute>,"n":<20-digit count>},);
+     128 leaves the batches' framing room (the chart's test computes
+     the bound). In MiB, rounded up. */}}
+{{- define "shortener.journalSizeLimit" -}}
+{{- $app := .Values.app -}}
+{{- $segments := mul 2 16777216 -}}
+{{- $spool := mul 2 (int64 $app.trendingMaxQueued) 128 -}}
+{{- $bytes := add (int64 $app.clicksMaxBytes) $segments $spool -}}
+{{- printf "%dMi" (div (add $bytes 1048575) 1048576) -}}
+{{- end -}}
