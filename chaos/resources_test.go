@@ -100,8 +100,10 @@ func TestCheckDeletes(t *testing.T) {
 		failing []string
 	}{
 		{"held", held, []string{"deletes.acknowledged"}},
+		{"stale within the grace", append(slices.Clone(held), probe{code: "b", via: "app2", at: 14*time.Second + deletesGrace, status: http.StatusFound}),
+			[]string{"deletes.at-once", "deletes.acknowledged"}},
 		{"resurrected", append(slices.Clone(held), probe{code: "b", via: "app2", at: 20 * time.Second, status: http.StatusFound}),
-			[]string{"deletes", "deletes.acknowledged"}},
+			[]string{"deletes", "deletes.at-once", "deletes.acknowledged"}},
 		{"unanswered after the heal", append(slices.Clone(held), probe{code: "b", via: "app2", at: 50 * time.Second, status: 502, final: true}),
 			[]string{"deletes", "deletes.acknowledged"}},
 	} {

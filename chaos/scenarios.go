@@ -117,7 +117,7 @@ func Scenarios() []Scenario {
 		{
 			Name:  "redis-oom",
 			Fault: "Redis master refuses writes (OOM)",
-			Expect: "redirects 0 failed; deletes hold everywhere: a deleted code answers 404 or 410 through nginx and from each app, during the fault and after; " +
+			Expect: "redirects 0 failed; deletes hold everywhere: a deleted code answers 404 or 410 through nginx and from each app, from its 204 on, during the fault and after; " +
 				"creates 0 failed; clicks 0 lost, 0 double",
 			Does: "on the Redis master, read maxmemory and maxmemory-policy (CONFIG GET), then CONFIG SET maxmemory-policy noeviction and maxmemory half its used_memory: " +
 				"it refuses every write that needs memory (OOM) and still answers reads, PING and the sentinels; 10 s later put both settings back. " +
@@ -125,7 +125,7 @@ func Scenarios() []Scenario {
 			Inject:  redisOOM,
 			Heal:    func(context.Context, *Scene) error { return nil },
 			Checks:  []Measure{RedisRefusedWrites(markOOM, markOOMEnd), BreakersClosed},
-			Require: []string{"deletes.acknowledged"},
+			Require: []string{"deletes.acknowledged", "deletes.at-once"},
 		},
 		{
 			Name:   "redis-down",
