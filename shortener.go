@@ -125,6 +125,11 @@ type Click struct {
 	// proxy in front (nginx) said: a retry of one request on another
 	// instance carries the same one, so the two clicks count once.
 	Request ClickRequest
+	// Client stands for who clicked: a hash of the client's address and
+	// agent under a key random per process, so trending counts people,
+	// not requests. 0 when unknown. It is never journaled or stored, and
+	// means nothing outside the process that made it.
+	Client uint64
 }
 
 // ClickRequest identifies one request as the proxy in front of the

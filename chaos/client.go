@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -82,6 +83,7 @@ func send(ctx context.Context, c *http.Client, method, url, key string, body []b
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Idempotency-Key", key)
 	}
+	req.Header.Set("User-Agent", person())
 	resp, err := c.Do(req)
 	if err != nil {
 		return answer{}, err
@@ -206,4 +208,17 @@ func create(ctx context.Context, c *http.Client, base string, timeout time.Durat
 			return
 		}
 	}
+}
+
+// persons is how many people the load stands for: each request is one of
+// them, at random, as a browser of its own. Trending counts people, not
+// requests (a client's repeats of a link within a minute count once, and
+// bots not at all), so a load of one client would rank nothing; with this
+// many, nearly every request is a person's first click on its link in
+// its minute, and trending's truth stays the clicks the load received.
+const persons = 1_000_000
+
+// person is the User-Agent of a random one of the load's persons.
+func person() string {
+	return "Mozilla/5.0 (X11; Linux x86_64) ChaosLoad/1.0 person/" + strconv.Itoa(rand.IntN(persons))
 }

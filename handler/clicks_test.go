@@ -110,8 +110,16 @@ func TestRedirectRecordsClicks(t *testing.T) {
 	if len(log.clicks) != len(want) {
 		t.Fatalf("recorded %d clicks, want %d: %+v", len(log.clicks), len(want), log.clicks)
 	}
+	// Client stands for address and agent: the same for the same pair,
+	// another for another agent, never 0; its value is the process's own.
+	c := log.clicks
+	if c[0].Client == 0 || c[1].Client == 0 || c[1].Client != c[2].Client || c[0].Client == c[1].Client {
+		t.Errorf("clients %d, %d, %d: want non-zero, the last two equal (same address and agent), the first another", c[0].Client, c[1].Client, c[2].Client)
+	}
 	for i, w := range want {
-		if g := log.clicks[i]; g != w {
+		g := c[i]
+		g.Client = 0
+		if g != w {
 			t.Errorf("click %d: got %+v, want %+v", i, g, w)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -145,6 +146,7 @@ type Handler struct {
 	servedBy     []string
 	ids          requestIDs
 	cookieSecret []byte
+	clientSeed   maphash.Seed // of clientOf
 	cursor       cipher.Block // seals list cursors
 	// hsts is Strict-Transport-Security's value when the base URL is
 	// https (nil otherwise: a plain-http site cannot promise HTTPS).
@@ -223,6 +225,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		h.cookieSecret = make([]byte, 32)
 		rand.Read(h.cookieSecret) //nolint:errcheck // never fails (crypto/rand)
 	}
+	h.clientSeed = maphash.MakeSeed()
 	ck := sha256.Sum256(append([]byte("shortener: list cursor\x00"), h.cookieSecret...))
 	h.cursor, _ = aes.NewCipher(ck[:16]) // a 16-byte key: no error
 	e.Use(h.frame)
@@ -382,6 +385,7 @@ func (h *Handler) redirect(c echo.Context) error {
 			Referrer: referrerHost(r.Header.Get("Referer")),
 			Agent:    h.agents.class(r.Header.Get("User-Agent")),
 			Request:  h.clickRequest(r),
+			Client:   h.clientOf(r),
 		})
 	}
 	hd[echo.HeaderLocation] = []string{l.URL} // canonical already: Set would canonicalize it again
@@ -414,4 +418,25 @@ func (h *Handler) clickRequest(r *http.Request) shortener.ClickRequest {
 		return shortener.ClickRequest{}
 	}
 	return clickRequest(vs)
+}
+
+// clientOf is the click's Client: a hash of the client's address (the
+// proxy's X-Real-IP when the peer is a trusted proxy) and its agent,
+// under this process's random seed. Never 0.
+func (h *Handler) clientOf(r *http.Request) uint64 {
+	addr := r.RemoteAddr // the peer, its port left out below
+	if i := strings.LastIndexByte(addr, ':'); i > 0 {
+		addr = addr[:i]
+	}
+	if h.proxies.trusts(r) {
+		if ip := r.Header.Get("X-Real-IP"); ip != "" {
+			addr = ip
+		}
+	}
+	var m maphash.Hash // on the stack: no allocation per redirect
+	m.SetSeed(h.clientSeed)
+	m.WriteString(addr)
+	m.WriteByte(0)
+	m.WriteString(r.Header.Get("User-Agent"))
+	return m.Sum64() | 1
 }

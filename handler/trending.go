@@ -38,10 +38,13 @@ type trendingResponse struct {
 	Links    []trendingLink `json:"links"`
 }
 
+// trendingLink is one ranked link. The answer is public, so it names the
+// destination's host only: the full URL (a path may carry a token) is its
+// owner's, at GET /api/v1/links/{code}.
 type trendingLink struct {
 	Code     string `json:"code"`
 	ShortURL string `json:"short_url"`
-	URL      string `json:"url"`
+	Host     string `json:"host"`
 	Clicks   int64  `json:"clicks"`
 }
 
@@ -76,7 +79,7 @@ func (h *Handler) trending(c echo.Context) error {
 		out.SyncedAt = &t.Synced
 	}
 	for _, tr := range t.Links {
-		out.Links = append(out.Links, trendingLink{Code: tr.Link.Code, ShortURL: h.response(tr.Link).ShortURL, URL: tr.Link.URL, Clicks: tr.Clicks})
+		out.Links = append(out.Links, trendingLink{Code: tr.Link.Code, ShortURL: h.response(tr.Link).ShortURL, Host: hostOf(tr.Link.URL), Clicks: tr.Clicks})
 	}
 	// A cache may keep it for a second: it is recomputed that often.
 	cc := "public, max-age=1"

@@ -38,7 +38,8 @@ func TestTrending(t *testing.T) {
 	if tr.window != "1h" || tr.limit != 1 {
 		t.Errorf("asked for %s/%d, want 1h/1", tr.window, tr.limit)
 	}
-	want := trendingLink{Code: "a1", ShortURL: "http://sho.rt/a1", URL: "https://example.com/a", Clicks: 9}
+	// Public: the destination's host, never its full URL.
+	want := trendingLink{Code: "a1", ShortURL: "http://sho.rt/a1", Host: "example.com", Clicks: 9}
 	if got.Source != "local" || got.Window != "1h" || got.AgeMS != 300 || got.SyncedAt == nil || len(got.Links) != 1 || got.Links[0] != want {
 		t.Errorf("got %+v, want source local, window 1h, age 300 ms, synced_at set, links [%+v]", got, want)
 	}

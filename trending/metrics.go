@@ -16,6 +16,7 @@ type metrics struct {
 	local       prometheus.Gauge
 	removed     prometheus.Counter
 	setAside    prometheus.Counter
+	ignored     *prometheus.CounterVec // reason: bot, repeat, overflow
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -56,8 +57,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:        "State files found unreadable or invalid at start and not used (moved to <file>.corrupt-<UTC time> where possible); the log says why.",
 			ConstLabels: prometheus.Labels{"file": "trending_spool"},
 		}),
+		ignored: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shortener_trending_clicks_ignored_total",
+			Help: "Clicks not counted for trending, by reason: bot (the agent is a bot), repeat (the same client on the same link in the same minute). overflow counts clicks counted without the repeat check (the minute's set of pairs was full).",
+		}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.state, m.transitions, m.batches, m.queued, m.dropped, m.local, m.removed, m.setAside} {
+	for _, r := range []string{"bot", "repeat", "overflow"} {
+		m.ignored.WithLabelValues(r)
+	}
+	for _, c := range []prometheus.Collector{m.state, m.transitions, m.batches, m.queued, m.dropped, m.local, m.removed, m.setAside, m.ignored} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("register trending metrics"), err)
 		}

@@ -61,6 +61,11 @@ type Config struct {
 	// merge-back.
 	Capacity  int
 	MaxQueued int
+	// MinClients is how many clicks (distinct clients a minute: see
+	// distinct.go) a link needs in a window to appear in its answer, so
+	// that a handful of clients cannot put a link on the public list; 0
+	// or 1: any.
+	MinClients int
 }
 
 // KeyPrefix is the namespace of trending's Redis keys.
@@ -105,6 +110,7 @@ type Ranking struct {
 
 	inMu  sync.Mutex
 	inbox map[slot]uint64
+	seen  *distinct // which (client, link) pairs counted this minute
 
 	// Owned by the loop (Run, or a test calling step).
 	q        queue
@@ -139,6 +145,7 @@ func New(cfg Config, res Resolver, now func() time.Time, log *slog.Logger, reg p
 		log:      log,
 		m:        m,
 		inbox:    map[slot]uint64{},
+		seen:     newDistinct(),
 		q:        queue{chunk: batchSlots},
 		mine:     map[int64]uint64{},
 		share:    1,
@@ -183,13 +190,28 @@ const (
 func (r *Ranking) Close() error { return r.rdb.Close() }
 
 // Observe counts clicks. It only adds them to an in-memory inbox, so the
-// click journal's writer never waits on Redis.
+// click journal's writer never waits on Redis. Bots are left out, and a
+// client's repeats of a link within a minute (distinct.go).
 func (r *Ranking) Observe(clicks []shortener.Click) {
 	r.inMu.Lock()
 	defer r.inMu.Unlock()
+	var bots, repeats float64
+	over := r.seen.overflow
 	for _, c := range clicks {
-		r.inbox[slot{c.Code, c.At.Unix() / 60}]++
+		if c.Agent == shortener.AgentBot {
+			bots++
+			continue
+		}
+		m := c.At.Unix() / 60
+		if !r.seen.first(c.Client, c.Code, m) {
+			repeats++
+			continue
+		}
+		r.inbox[slot{c.Code, m}]++
 	}
+	r.m.ignored.WithLabelValues("bot").Add(bots)
+	r.m.ignored.WithLabelValues("repeat").Add(repeats)
+	r.m.ignored.WithLabelValues("overflow").Add(float64(r.seen.overflow - over))
 }
 
 // Run sends clicks to Redis and recomputes answers until ctx ends, then
@@ -371,6 +393,12 @@ func (r *Ranking) publish(ctx context.Context, now time.Time) {
 	r.pub.Store(&out)
 }
 
+// minShare caps how far local counts are scaled up while Redis is out
+// (divided by the share): an instance that served a sliver of the
+// traffic would otherwise multiply its few clicks, and one client's, by
+// up to 64 (an earlier floor) into the public list.
+const minShare = 1.0 / 8
+
 // measureShare estimates this instance's share of all clicks over the
 // 5m window, from Redis's totals and its own; local answers divide this
 // instance's counts by it to stand for every instance's.
@@ -385,7 +413,7 @@ func (r *Ranking) measureShare(ctx context.Context, w window, now time.Time) {
 	for m := first; m <= last; m++ {
 		mine += r.mine[m]
 	}
-	r.share = min(max(float64(mine)/float64(total), 1.0/64), 1)
+	r.share = min(max(float64(mine)/float64(total), minShare), 1)
 }
 
 // answer computes window i's answer at now: the snapshot's counts, scaled
@@ -406,8 +434,8 @@ func (r *Ranking) answer(ctx context.Context, i int, w window, now time.Time, wi
 		}
 	}
 	for _, c := range counts {
-		if len(t.Links) == fetch {
-			break
+		if len(t.Links) == fetch || c.Count < uint64(r.cfg.MinClients) {
+			break // counts come largest first
 		}
 		l, ok := r.link(ctx, c.Key, now)
 		used[c.Key] = true

@@ -82,12 +82,13 @@ type Config struct {
 
 	// Trending: who may read it, and where this instance keeps the
 	// clicks Redis has not taken yet.
-	TrendingKeyed     bool
-	TrendingSpool     string
-	TrendingTick      time.Duration // how often clicks are sent to Redis
-	TrendingRefresh   time.Duration // how often answers are recomputed
-	TrendingTopK      int           // counters per local top-K
-	TrendingMaxQueued int           // link-minutes kept for the merge-back
+	TrendingKeyed      bool
+	TrendingSpool      string
+	TrendingTick       time.Duration // how often clicks are sent to Redis
+	TrendingRefresh    time.Duration // how often answers are recomputed
+	TrendingTopK       int           // counters per local top-K
+	TrendingMaxQueued  int           // link-minutes kept for the merge-back
+	TrendingMinClients int           // distinct clients a link needs to appear
 
 	// Click counting (package clicks).
 	Clicks             bool
@@ -248,6 +249,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.dur(&c.TrendingTick, "trending-tick", "SHORTENER_TRENDING_TICK", 2*time.Second, "how often counted clicks are sent to Redis's trending sets")
 	e.dur(&c.TrendingRefresh, "trending-refresh", "SHORTENER_TRENDING_REFRESH", 2*time.Second, "how often trending answers are recomputed (the 5m window read from Redis)")
 	e.int(&c.TrendingTopK, "trending-topk", "SHORTENER_TRENDING_TOPK", 1_000, "counters of each local top-K used while Redis is out (one per window bucket)")
+	e.int(&c.TrendingMinClients, "trending-min-clients", "SHORTENER_TRENDING_MIN_CLIENTS", 5, "clicks by distinct clients (a client's repeats of a link within a minute count once) a link needs in a window to appear on the public trending list")
 	e.int(&c.TrendingMaxQueued, "trending-max-queued", "SHORTENER_TRENDING_MAX_QUEUED", 1_000_000, "link-minutes counted during a Redis outage kept for the merge-back; more are dropped from it")
 	e.str(&c.TrendingSpool, "trending-spool", "SHORTENER_TRENDING_SPOOL", "", "file keeping the clicks counted during a Redis outage until they are merged back, so a restart does not lose them (default: trending.spool in the clicks directory; \"-\": memory only)")
 	e.boolean(&c.Clicks, "clicks", "SHORTENER_CLICKS", true, "count clicks: journal each redirect on local disk and ship the journal to MySQL")

@@ -335,11 +335,13 @@ type Trending struct {
 	// From start of the counted period
 	From  time.Time `json:"from"`
 	Links []struct {
-		// Clicks clicks in the window (an estimate when source is local)
-		Clicks   int    `json:"clicks"`
-		Code     string `json:"code"`
+		// Clicks clicks in the window by people, not requests: a client's repeats of a link within a minute and bots are not counted (an estimate when source is local)
+		Clicks int    `json:"clicks"`
+		Code   string `json:"code"`
+
+		// Host the destination's host (the full URL is the owner's: GET /api/v1/links/{code})
+		Host     string `json:"host"`
 		ShortUrl string `json:"short_url"`
-		Url      string `json:"url"`
 	} `json:"links"`
 
 	// Source redis: every instance's clicks as counted in Redis; local: Redis is out, and this instance answers from the last Redis counts plus the clicks it served since (scaled by its share of all clicks)
