@@ -256,3 +256,36 @@ func TestListCursorIsSealed(t *testing.T) {
 		}
 	}
 }
+
+// TestPreviewLimitedPerAddress: previews past the per-address burst are
+// refused with 429 and Retry-After, as an HTML page for a browser, before
+// any lookup; another address still gets its own.
+func TestPreviewLimitedPerAddress(t *testing.T) {
+	f := newFakeLinks()
+	f.links["abc"] = shortener.Link{ID: 7, Code: "abc", URL: "https://a.example/", Redirect: 302}
+	h := newPagesHandler(f)
+	h.cfg.PageRate, h.cfg.PageBurst = 0.001, 3 // one in 1,000 s after the burst
+	lookups := 0
+	h.d.Resolver = cachedOnly{f, &lookups}
+	codes := map[int]int{}
+	for range 10 {
+		rec := browse(h, http.MethodGet, "/abc+", nil)
+		codes[rec.Code]++
+		if rec.Code == http.StatusTooManyRequests {
+			if rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Header().Get("Content-Type"), "text/html") {
+				t.Errorf("429 without Retry-After or not a page: %v", rec.Header())
+			}
+		}
+	}
+	if codes[http.StatusOK] != 3 || codes[http.StatusTooManyRequests] != 7 || lookups != 3 {
+		t.Errorf("10 previews from one address: %v with %d lookups; want 3 answered, 7 limited, 3 lookups", codes, lookups)
+	}
+	req := httptest.NewRequest(http.MethodGet, "/abc+", nil)
+	req.Header.Set("Accept", "text/html")
+	req.RemoteAddr = "198.51.100.9:4000"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Errorf("another address: %d, want 200", rec.Code)
+	}
+}

@@ -86,6 +86,10 @@ type Config struct {
 	CreateBurst    int
 	KeyCreateRate  float64
 	KeyCreateBurst int
+	// PageRate limits the previews per client address on this instance
+	// (a second, with PageBurst at once); 0 turns the limit off.
+	PageRate  float64
+	PageBurst int
 	// TrustedProxies are the peers whose X-Real-IP names the client
 	// (nginx); from anyone else the peer is the client.
 	TrustedProxies []netip.Prefix
@@ -146,8 +150,9 @@ type Handler struct {
 	servedBy     []string
 	ids          requestIDs
 	cookieSecret []byte
-	clientSeed   maphash.Seed // of clientOf
-	cursor       cipher.Block // seals list cursors
+	pageLimit    *localLimiter // per address, of the previews
+	clientSeed   maphash.Seed  // of clientOf
+	cursor       cipher.Block  // seals list cursors
 	// hsts is Strict-Transport-Security's value when the base URL is
 	// https (nil otherwise: a plain-http site cannot promise HTTPS).
 	hsts []string
@@ -226,6 +231,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		rand.Read(h.cookieSecret) //nolint:errcheck // never fails (crypto/rand)
 	}
 	h.clientSeed = maphash.MakeSeed()
+	h.pageLimit = newLocalLimiter(maxLocalBuckets)
 	ck := sha256.Sum256(append([]byte("shortener: list cursor\x00"), h.cookieSecret...))
 	h.cursor, _ = aes.NewCipher(ck[:16]) // a 16-byte key: no error
 	e.Use(h.frame)

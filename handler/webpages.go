@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"math"
 	"net/http"
 	"net/url"
 	"shortener"
@@ -111,6 +112,13 @@ type previewPage struct {
 // the stats page. Unknown, expired and deleted links get the same error
 // pages as the redirect.
 func (h *Handler) preview(c echo.Context, code string) error {
+	if h.cfg.PageRate > 0 {
+		if ok, wait := h.pageLimit.allow("addr:"+clientKey(c.RealIP()), h.cfg.PageRate, h.cfg.PageBurst); !ok {
+			retry := strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
+			c.Response().Header().Set("Retry-After", retry)
+			return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: "too many previews from this address; retry after " + retry + " s"}
+		}
+	}
 	l, err := h.d.Resolver.Resolve(c.Request().Context(), code)
 	if err != nil {
 		return err

@@ -65,6 +65,8 @@ type Config struct {
 	Anonymous     bool
 	CreateRate    float64
 	CreateBurst   int
+	PageRate      float64 // previews per client address and second, per instance
+	PageBurst     int
 	// Per API key creates, the proxies whose X-Real-IP is believed, and
 	// what every redirect says about caching and referrers.
 	KeyCreateRate   float64
@@ -239,6 +241,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	e.int(&c.CreateBurst, "create-burst", "SHORTENER_CREATE_BURST", 10, "links an anonymous client address may create at once above the rate")
 	e.float(&c.KeyCreateRate, "key-create-rate", "SHORTENER_KEY_CREATE_RATE", 1000, "links one API key may create per second, over all instances together (0: no limit)")
 	e.int(&c.KeyCreateBurst, "key-create-burst", "SHORTENER_KEY_CREATE_BURST", 1000, "links one API key may create at once above the rate")
+	e.float(&c.PageRate, "page-rate", "SHORTENER_PAGE_RATE", 5, "previews (/{code}+) a client address may ask this instance for per second (0: no limit); nginx limits too")
+	e.int(&c.PageBurst, "page-burst", "SHORTENER_PAGE_BURST", 20, "previews a client address may ask for at once above the rate")
 	var proxies string
 	e.str(&proxies, "trusted-proxies", "SHORTENER_TRUSTED_PROXIES", "", "comma-separated addresses or CIDR prefixes of the proxies whose X-Real-IP names the client (e.g. 127.0.0.1 for the local nginx); empty: the peer is the client")
 	e.str(&c.ReferrerPolicy, "referrer-policy", "SHORTENER_REFERRER_POLICY", "strict-origin-when-cross-origin", "Referrer-Policy sent with every redirect")
@@ -339,6 +343,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (C
 	}
 	if failures < 1 || window < failures {
 		errs = append(errs, fmt.Errorf("breaker: need 1 <= failures (%d) <= window (%d)", failures, window))
+	}
+	if c.PageRate > 0 && c.PageBurst < 1 {
+		errs = append(errs, fmt.Errorf("page burst must be at least 1 while the rate is limited, got %d", c.PageBurst))
 	}
 	if c.CreateRate > 0 && c.CreateBurst < 1 {
 		errs = append(errs, fmt.Errorf("create burst must be at least 1 while the rate is limited, got %d", c.CreateBurst))

@@ -159,6 +159,7 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	h, err := handler.New(handler.Config{BaseURL: cfg.BaseURL, Instance: cfg.Instance, AnonymousCreate: cfg.Anonymous,
 		CreateRate: cfg.CreateRate, CreateBurst: cfg.CreateBurst, IdempotencyTTL: cfg.IdemTTL,
 		KeyCreateRate: cfg.KeyCreateRate, KeyCreateBurst: cfg.KeyCreateBurst, TrustedProxies: cfg.TrustedProxies,
+		PageRate: cfg.PageRate, PageBurst: cfg.PageBurst,
 		ReferrerPolicy: cfg.ReferrerPolicy, PermanentMaxAge: cfg.PermanentMaxAge,
 		TrendingKeyed: cfg.TrendingKeyed, Pages: true, CookieSecret: cookieSecret(cfg.CodeKey),
 		Policy: handler.NewURLPolicy(cfg.BaseURL, cfg.SelfHosts, cfg.DenyHosts, cfg.AllowLocal)}, handler.Deps{
