@@ -38,6 +38,7 @@ func TestAPIKeysCommand(t *testing.T) {
 	a := startApp(t, s, 1, "SHORTENER_ANONYMOUS_CREATE", "false")
 	post := func(key string) int {
 		req, _ := http.NewRequest(http.MethodPost, a.base+"/api/v1/links", strings.NewReader(`{"url":"https://example.com/k"}`))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Api-Key", key)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
