@@ -90,5 +90,6 @@ func (cfg Config) trendingConfig() trending.Config {
 		Refresh:          cfg.TrendingRefresh,
 		Capacity:         cfg.TrendingTopK,
 		MaxQueued:        cfg.TrendingMaxQueued,
+		MinClients:       cfg.TrendingMinClients,
 	}
 }
