@@ -174,13 +174,20 @@ func newTestCache(tb testing.TB, cfg Config) (*Cache, *fakeOrigin, *stack.Stack)
 	return newTestCacheHooked(tb, cfg, func(*Cache) {})
 }
 
+// onStack points cfg at s's sentinels, with s's passwords: every Redis
+// node and sentinel of a stack requires one.
+func onStack(cfg *Config, s *stack.Stack) {
+	cfg.MasterName, cfg.SentinelAddrs = s.MasterName(), s.SentinelAddrs()
+	cfg.Password, cfg.SentinelPassword = s.RedisPassword(), s.SentinelPassword()
+}
+
 // newTestCacheHooked is newTestCache with hook run on the cache before it
 // starts (to set test hooks without a race).
 func newTestCacheHooked(tb testing.TB, cfg Config, hook func(*Cache)) (*Cache, *fakeOrigin, *stack.Stack) {
 	tb.Helper()
 	s := stacktest.Start(tb)
 	origin := testLinks(20)
-	cfg.MasterName, cfg.SentinelAddrs = s.MasterName(), s.SentinelAddrs()
+	onStack(&cfg, s)
 	c, err := New(cfg, origin, &fakeOutbox{}, quietLog(), prometheus.NewRegistry())
 	if err != nil {
 		tb.Fatal(err)
@@ -434,7 +441,7 @@ func TestNoReplicaReachable(t *testing.T) {
 			}
 		}
 	}
-	mc := redis.NewClient(&redis.Options{Addr: master.Addr()})
+	mc := redis.NewClient(&redis.Options{Addr: master.Addr(), Password: s.RedisPassword()})
 	defer mc.Close()
 	hitsOnMaster := func() int {
 		info, err := mc.Info(ctx, "stats").Result()

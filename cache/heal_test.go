@@ -32,7 +32,7 @@ func TestHealedMasterNeverServesADeletedLink(t *testing.T) {
 	out := &fakeOutbox{}
 	newInstance := func() *Cache {
 		c, err := New(testConfig(func(c *Config) {
-			c.MasterName, c.SentinelAddrs = s.MasterName(), s.SentinelAddrs()
+			onStack(c, s)
 			c.L1TTL, c.BreakerDelay = time.Millisecond, 200*time.Millisecond
 			c.ReplayInterval, c.InvalidationGrace = 100*time.Millisecond, 300*time.Millisecond
 		}), origin, out, quietLog(), prometheus.NewRegistry())

@@ -141,7 +141,8 @@ func TestCreateReachesOtherInstances(t *testing.T) {
 	origin := &lockedOrigin{links: map[string]shortener.Link{}}
 	a.origin = origin
 	b, err := New(testConfig(func(c *Config) {
-		c.MasterName, c.SentinelAddrs, c.L1NegativeTTL = s.MasterName(), s.SentinelAddrs(), time.Hour
+		onStack(c, s)
+		c.L1NegativeTTL = time.Hour
 	}), origin, &fakeOutbox{}, quietLog(), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +254,8 @@ func TestTakeIsShared(t *testing.T) {
 	cfg := testConfig(func(c *Config) { c.Timeout = 2 * time.Second })
 	a, _, s := newTestCache(t, cfg)
 	b, err := New(testConfig(func(c *Config) {
-		c.MasterName, c.SentinelAddrs, c.Timeout = s.MasterName(), s.SentinelAddrs(), cfg.Timeout
+		onStack(c, s)
+		c.Timeout = cfg.Timeout
 	}), testLinks(1), &fakeOutbox{}, quietLog(), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)

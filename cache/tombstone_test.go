@@ -56,7 +56,7 @@ func TestDelayedFillCannotUndoADelete(t *testing.T) {
 	var holding atomic.Bool
 	newInstance := func(hook func(string)) *Cache {
 		c, err := New(testConfig(func(c *Config) {
-			c.MasterName, c.SentinelAddrs = s.MasterName(), s.SentinelAddrs()
+			onStack(c, s)
 			c.L1TTL, c.ReplayInterval = time.Millisecond, 50*time.Millisecond
 		}), origin, out, quietLog(), prometheus.NewRegistry())
 		if err != nil {

@@ -95,6 +95,7 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 		"SHORTENER_NODE_ID=auto", "SHORTENER_ADDR="+strings.TrimPrefix(base, "http://"), "SHORTENER_BASE_URL="+base,
 		"SHORTENER_MYSQL_DSN="+s.MySQLDSN(), "SHORTENER_REDIS_MASTER="+s.MasterName(),
 		"SHORTENER_REDIS_SENTINELS="+strings.Join(s.SentinelAddrs(), ","),
+		"SHORTENER_REDIS_PASSWORD="+s.RedisPassword(), "SHORTENER_SENTINEL_PASSWORD="+s.SentinelPassword(),
 		"SHORTENER_NODE_LEASE_TTL=600ms", "SHORTENER_DRAIN_TIMEOUT=100ms", "SHORTENER_CLICKS_DIR="+t.TempDir(),
 		"SHORTENER_DEV_CODE_KEY=true")
 	logs := &strings.Builder{}

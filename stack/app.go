@@ -45,9 +45,11 @@ func appKind() kind {
 	}
 }
 
-// appEnv is an app's whole environment: its SHORTENER_* settings, the API
-// key read from its file at each start (so it never lands in stack.json),
-// then Config.AppEnv, which may override any of them. Nothing is inherited
+// appEnv is an app's whole environment: its SHORTENER_* settings, the
+// data tier's passwords (read from the state directory with the Stack),
+// the API and code keys read from their files at each start (so that no
+// secret lands in stack.json), then Config.AppEnv, which may override any
+// of them. Nothing is inherited
 // from the starting process, so an app restarted from another shell runs
 // exactly as it first did.
 func appEnv(p *Proc) ([]string, error) {
@@ -62,6 +64,8 @@ func appEnv(p *Proc) ([]string, error) {
 		"SHORTENER_REDIS_MASTER=" + st.MasterName,
 		"SHORTENER_REDIS_SENTINELS=" + strings.Join(p.s.SentinelAddrs(), ","),
 		"SHORTENER_CLICKS_DIR=" + p.ClicksDir(),
+		"SHORTENER_REDIS_PASSWORD=" + p.s.redisPassword,
+		"SHORTENER_SENTINEL_PASSWORD=" + p.s.sentinelPassword,
 	}
 	for _, secret := range []struct{ file, env string }{
 		{st.APIKeyFile, "SHORTENER_API_KEY"}, {st.CodeKeyFile, "SHORTENER_CODE_KEY"},

@@ -37,10 +37,17 @@ type RedisNode struct {
 	// (replica-announce-ip) where its own address is not what others
 	// reach, as with containers addressed by name; empty for none.
 	AnnounceHost string
+	// Password is the node's requirepass and masterauth (every node's is
+	// the same, as any may become the master); empty renders neither.
+	// deploy/ renders without one, so that no secret is in its files,
+	// and its image's entrypoint appends both from the environment.
+	Password string
 }
 
 // RedisConf renders a Redis node's configuration: a cache, with no
-// persistence, whose replicas sync from memory at once.
+// persistence, whose replicas sync from memory at once. protected-mode
+// is off because the nodes are reached from other addresses in
+// containers; with a password it would not act anyway.
 func RedisConf(n RedisNode) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "bind %s\nport %d\nprotected-mode no\ndaemonize no\n", n.Bind, n.Port)
@@ -54,6 +61,9 @@ func RedisConf(n RedisNode) string {
 	}
 	if n.ReplicaOf != "" {
 		fmt.Fprintf(&b, "replicaof %s\n", n.ReplicaOf)
+	}
+	if n.Password != "" {
+		fmt.Fprintf(&b, "requirepass %s\nmasterauth %s\n", confQuote(n.Password), confQuote(n.Password))
 	}
 	return b.String()
 }
@@ -78,9 +88,17 @@ type SentinelNode struct {
 	// Script is the path of the sentinel's notification script, the
 	// file SentinelScript renders; empty for none.
 	Script string
+	// Password is the sentinel's requirepass, which it also uses with the
+	// other sentinels (so all share it), and RedisPassword the Redis
+	// nodes' (its auth-pass). Empty renders no auth lines; as with
+	// RedisNode.Password, deploy/ renders without and its image's
+	// entrypoint appends them.
+	Password      string
+	RedisPassword string
 }
 
-// SentinelConf renders a sentinel's initial configuration.
+// SentinelConf renders a sentinel's initial configuration, its auth lines
+// (sentinelAuth) last.
 func SentinelConf(n SentinelNode) string {
 	n.MasterName = cmp.Or(n.MasterName, DefaultMasterName)
 	n.Quorum = cmp.Or(n.Quorum, DefaultQuorum)
@@ -101,6 +119,68 @@ func SentinelConf(n SentinelNode) string {
 	if n.Script != "" {
 		fmt.Fprintf(&b, "sentinel notification-script %s %s\n", name, n.Script)
 	}
+	return b.String() + sentinelAuth(n)
+}
+
+// sentinelAuth renders a sentinel's auth lines: requirepass and
+// auth-pass, each only with its password.
+func sentinelAuth(n SentinelNode) string {
+	var b strings.Builder
+	if n.Password != "" {
+		fmt.Fprintf(&b, "requirepass %s\n", confQuote(n.Password))
+	}
+	if n.RedisPassword != "" {
+		fmt.Fprintf(&b, "sentinel auth-pass %s %s\n", cmp.Or(n.MasterName, DefaultMasterName), confQuote(n.RedisPassword))
+	}
+	return b.String()
+}
+
+// withSentinelAuth returns conf, a sentinel's config as the sentinel last
+// rewrote it, with its auth lines replaced by n's (sentinelAuth), for the
+// sentinel's next start. The file must be kept across starts (it holds
+// the sentinel's ID, epochs and the nodes it knows), but the sentinel
+// rewrites its passwords in it: requirepass also as "user default on
+// #<sha256>", which a later requirepass would not override, and auth-pass
+// unquoted, which a password with a space or a quote breaks. So the
+// rewritten lines go and the current ones are appended, on every start;
+// deploy/redis/entrypoint.sh does the same with sed.
+func withSentinelAuth(conf string, n SentinelNode) string {
+	name := cmp.Or(n.MasterName, DefaultMasterName)
+	var b strings.Builder
+	for line := range strings.Lines(conf) {
+		w := strings.Fields(line)
+		switch {
+		case len(w) >= 1 && strings.EqualFold(w[0], "requirepass"),
+			len(w) >= 2 && strings.EqualFold(w[0], "user") && w[1] == "default",
+			len(w) >= 3 && strings.EqualFold(w[0], "sentinel") && strings.EqualFold(w[1], "auth-pass") && w[2] == name:
+			continue
+		}
+		b.WriteString(line)
+		if !strings.HasSuffix(line, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String() + sentinelAuth(n)
+}
+
+// confQuote quotes s as a Redis config argument: in double quotes, in
+// which Redis unescapes \\, \" and \xHH (but not Go's \u escapes, so
+// strconv.Quote will not do for a secret).
+func confQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' || c == '"':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c >= 0x7f:
+			fmt.Fprintf(&b, "\\x%02x", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
 	return b.String()
 }
 
@@ -120,11 +200,14 @@ func SentinelConf(n SentinelNode) string {
 // script asks every sentinel in turn for SENTINEL FAILOVER, which each
 // grants only with a replica its own view accepts, until one does.
 // Sentinel runs the script for warning-level events only, with the
-// event's type and description; it must exit quickly.
+// event's type and description, and its own environment, which must hold
+// the sentinels' password as REDISCLI_AUTH; it must exit quickly.
 func SentinelScript(port int) string {
 	return fmt.Sprintf(`#!/bin/sh
 # Written by package stack (SentinelScript); see its comment.
 # $1: event type, $2: "master <name> <ip> <port>" for master events.
+# redis-cli authenticates with $REDISCLI_AUTH, the sentinels' password,
+# from the sentinel's environment.
 [ "$1" = "-failover-abort-no-good-slave" ] || exit 0
 set -- $2
 [ "$1" = master ] || exit 0

@@ -66,7 +66,7 @@ func (s *Stack) Master(ctx context.Context) (*Proc, error) {
 // sentinelMasterPort asks one sentinel for the master's address.
 func sentinelMasterPort(ctx context.Context, sentinel *Proc, name string) (int, error) {
 	var addr []string
-	err := ask(ctx, sentinel.Addr(), redis.NewSentinelClient, func(ctx context.Context, c *redis.SentinelClient) (err error) {
+	err := ask(ctx, sentinel, redis.NewSentinelClient, func(ctx context.Context, c *redis.SentinelClient) (err error) {
 		addr, err = c.GetMasterAddrByName(ctx, name).Result()
 		return err
 	})
@@ -161,7 +161,7 @@ func (s *Stack) waitSentinels(ctx context.Context, master *Proc, whole bool) err
 		for _, sp := range s.byKind[KindSentinel] {
 			var m map[string]string
 			var replicas []map[string]string
-			err := ask(ctx, sp.Addr(), redis.NewSentinelClient, func(ctx context.Context, c *redis.SentinelClient) (err error) {
+			err := ask(ctx, sp, redis.NewSentinelClient, func(ctx context.Context, c *redis.SentinelClient) (err error) {
 				if m, err = c.Master(ctx, name).Result(); err == nil && whole {
 					replicas, err = c.Replicas(ctx, name).Result()
 				}

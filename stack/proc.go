@@ -167,9 +167,10 @@ func (p *Proc) Restart(ctx context.Context) error {
 // only: a later Restart, by anyone, runs it as the stack does. A chaos
 // run restarts an app with a setting its fault needs (a small journal
 // segment) and puts it back with Restart. Only an app's environment is
-// the stack's to give (KindApp); other servers inherit this process's.
+// the caller's to give (KindApp): the others run with this process's
+// (a sentinel with its password added, sentinelEnv).
 func (p *Proc) RestartWith(ctx context.Context, env ...string) error {
-	if p.k.env == nil {
+	if p.Kind != KindApp {
 		return fmt.Errorf("restart %s: kind %s takes no environment", p.Name, p.Kind)
 	}
 	for _, e := range env {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,7 @@ func sentinelKind() kind {
 	return kind{
 		name:      KindSentinel,
 		program:   "redis-sentinel",
+		env:       sentinelEnv,
 		configure: configureSentinel,
 		args:      func(p *Proc) []string { return []string{sentinelConf(p)} },
 		ready:     sentinelReady,
@@ -39,6 +41,35 @@ func sentinelKind() kind {
 func redisConf(p *Proc) string    { return filepath.Join(p.dir(), "redis.conf") }
 func sentinelConf(p *Proc) string { return filepath.Join(p.dir(), "sentinel.conf") }
 
+// password returns what a Redis node or sentinel requires of its clients.
+func (p *Proc) password() string {
+	if p.Kind == KindSentinel {
+		return p.s.sentinelPassword
+	}
+	return p.s.redisPassword
+}
+
+// privateDir readies the directory of a Redis node or sentinel for a config
+// file that holds passwords: the directory is the owner's alone, since
+// the servers rewrite their files with mode 0644 (CONFIG REWRITE, and a
+// sentinel at every change of master). It fails without the passwords,
+// which Start makes: a node must never start without them.
+func privateDir(p *Proc) error {
+	if p.s.redisPassword == "" || p.s.sentinelPassword == "" {
+		return fmt.Errorf("no passwords in %s and %s of %s; stop this stack and start it again (make down && make up) to make them",
+			RedisPasswordFile, SentinelPasswordFile, p.s.dir)
+	}
+	return os.Chmod(p.dir(), 0o700)
+}
+
+// sentinelEnv is a sentinel's environment: this process's, with the
+// sentinels' password as REDISCLI_AUTH for the redis-cli of its
+// notification script (SentinelScript), as deploy/'s image gives it.
+func sentinelEnv(p *Proc) ([]string, error) {
+	env := slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "REDISCLI_AUTH=") })
+	return append(env, "REDISCLI_AUTH="+p.s.sentinelPassword), nil
+}
+
 // configureRedis writes the node's config afresh on every start; only the
 // replicaof line varies. On a fresh Start the first node is the master. On
 // Restart the node follows whichever node the sentinels name as master — a
@@ -46,6 +77,9 @@ func sentinelConf(p *Proc) string { return filepath.Join(p.dir(), "sentinel.conf
 // master until the sentinels noticed — and when no sentinel answers, it
 // keeps the replicaof line that it or a sentinel last wrote to its config.
 func configureRedis(ctx context.Context, p *Proc, fresh bool) error {
+	if err := privateDir(p); err != nil {
+		return err
+	}
 	masterPort := p.s.byKind[KindRedis][0].Port
 	if !fresh {
 		if m, err := p.s.Master(ctx); err == nil {
@@ -63,13 +97,13 @@ func configureRedis(ctx context.Context, p *Proc, fresh bool) error {
 	if err := os.Remove(filepath.Join(p.dir(), "dump.rdb")); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove stale dump.rdb: %w", err)
 	}
-	node := RedisNode{Bind: "127.0.0.1", Port: p.Port, Dir: p.dir()}
+	node := RedisNode{Bind: "127.0.0.1", Port: p.Port, Dir: p.dir(), Password: p.s.redisPassword}
 	if masterPort != p.Port {
 		node.ReplicaOf = fmt.Sprintf("127.0.0.1 %d", masterPort)
 	}
 	conf := "# Written by package stack on every start. Sentinels may rewrite it\n" +
 		"# (replicaof) while the node runs; the next start replaces it again.\n" + RedisConf(node)
-	return WriteFileAtomic(redisConf(p), []byte(conf), 0o644)
+	return WriteFileAtomic(redisConf(p), []byte(conf), 0o600)
 }
 
 // confReplicaOf returns the master port of the last replicaof (or, from
@@ -92,37 +126,45 @@ func confReplicaOf(path string) (int, bool) {
 }
 
 // configureSentinel writes a sentinel's config on a fresh Start. On Restart
-// it keeps the file as is: the sentinel rewrites it with its ID, the current
-// master and config epoch, and the replicas and sentinels it knows, all of
-// which it needs to rejoin the others.
+// it keeps the file but for its auth lines, which it writes afresh
+// (withSentinelAuth says why): the sentinel rewrites the file with its
+// ID, the current master and config epoch, and the replicas and
+// sentinels it knows, all of which it needs to rejoin the others.
 func configureSentinel(_ context.Context, p *Proc, fresh bool) error {
+	if err := privateDir(p); err != nil {
+		return err
+	}
 	path := sentinelConf(p)
 	script := filepath.Join(p.dir(), "notify.sh")
 	if err := os.WriteFile(script, []byte(SentinelScript(p.Port)), 0o755); err != nil {
 		return err
 	}
-	if !fresh {
-		if _, err := os.Stat(path); err == nil {
-			return nil
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-	}
 	st := p.s.st
-	conf := "# Written by package stack at start; the sentinel rewrites it.\n" + SentinelConf(SentinelNode{
+	node := SentinelNode{
 		Bind: "127.0.0.1", Port: p.Port, Dir: p.dir(),
 		MasterName: st.MasterName, MasterHost: "127.0.0.1", MasterPort: p.s.byKind[KindRedis][0].Port,
 		Quorum: st.Quorum, DownAfter: time.Duration(st.DownAfterMS) * time.Millisecond,
 		FailoverTimeout: time.Duration(st.FailoverTimeoutMS) * time.Millisecond,
 		Script:          script,
-	})
-	return WriteFileAtomic(path, []byte(conf), 0o644)
+		Password:        p.s.sentinelPassword, RedisPassword: p.s.redisPassword,
+	}
+	if !fresh {
+		kept, err := os.ReadFile(path)
+		if err == nil {
+			return WriteFileAtomic(path, []byte(withSentinelAuth(string(kept), node)), 0o600)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	conf := "# Written by package stack at start; the sentinel rewrites it, and\n" +
+		"# each later start replaces its auth lines.\n" + SentinelConf(node)
+	return WriteFileAtomic(path, []byte(conf), 0o600)
 }
 
 // pingReady is a Redis node's readiness: it answers PING (a node still
 // loading its data answers -LOADING instead).
 func pingReady(ctx context.Context, p *Proc) error {
-	return ask(ctx, p.Addr(), redis.NewClient, func(ctx context.Context, c *redis.Client) error {
+	return ask(ctx, p, redis.NewClient, func(ctx context.Context, c *redis.Client) error {
 		return c.Ping(ctx).Err()
 	})
 }
@@ -132,7 +174,7 @@ func pingReady(ctx context.Context, p *Proc) error {
 // is Start's concern (waitSentinels), since after a restart it may never:
 // the master could be down.
 func sentinelReady(ctx context.Context, p *Proc) error {
-	return ask(ctx, p.Addr(), redis.NewSentinelClient, func(ctx context.Context, c *redis.SentinelClient) error {
+	return ask(ctx, p, redis.NewSentinelClient, func(ctx context.Context, c *redis.SentinelClient) error {
 		return c.Master(ctx, p.s.st.MasterName).Err()
 	})
 }
@@ -156,7 +198,7 @@ func (p *Proc) Replication(ctx context.Context) (Replication, error) {
 		return Replication{}, fmt.Errorf("replication of %s: kind %s, want %s", p.Name, p.Kind, KindRedis)
 	}
 	var info *redis.InfoCmd
-	err := ask(ctx, p.Addr(), redis.NewClient, func(ctx context.Context, c *redis.Client) error {
+	err := ask(ctx, p, redis.NewClient, func(ctx context.Context, c *redis.Client) error {
 		info = c.InfoMap(ctx, "replication")
 		return info.Err()
 	})
@@ -179,7 +221,7 @@ func (p *Proc) Get(ctx context.Context, key string) (value string, ok bool, err 
 	if p.Kind != KindRedis {
 		return "", false, fmt.Errorf("get %s from %s: kind %s, want %s", key, p.Name, p.Kind, KindRedis)
 	}
-	err = ask(ctx, p.Addr(), redis.NewClient, func(ctx context.Context, c *redis.Client) (err error) {
+	err = ask(ctx, p, redis.NewClient, func(ctx context.Context, c *redis.Client) (err error) {
 		value, err = c.Get(ctx, key).Result()
 		return err
 	})
@@ -197,10 +239,11 @@ func (p *Proc) Get(ctx context.Context, key string) (value string, ok bool, err 
 // stalling it.
 const redisCallTimeout = time.Second
 
-// ask puts a question to the Redis node or sentinel at addr on a fresh
-// connection: f gets a go-redis client (newClient is redis.NewClient or
-// redis.NewSentinelClient) holding that one connection, and a ctx bounded
-// by redisCallTimeout, which the client keeps to on every read and write.
+// ask puts a question to the Redis node or sentinel p on a fresh
+// connection, authenticated with p's password: f gets a go-redis client
+// (newClient is redis.NewClient or redis.NewSentinelClient) holding that
+// one connection, and a ctx bounded by redisCallTimeout, which the client
+// keeps to on every read and write.
 //
 // ask dials the connection itself and hands it to go-redis, because the
 // dials that fail here, to servers killed or black-holed on purpose, would
@@ -210,17 +253,18 @@ const redisCallTimeout = time.Second
 // (cache.RouteLibraryLogs); the CLI and the chaos runs, polling dead
 // servers, would drown in its lines. With one connection in the pool and
 // no retries, go-redis never asks for a second; RESP2 keeps its handshake
-// to one HELLO.
-func ask[C io.Closer](ctx context.Context, addr string, newClient func(*redis.Options) C, f func(context.Context, C) error) error {
+// to one HELLO, which carries the password.
+func ask[C io.Closer](ctx context.Context, p *Proc, newClient func(*redis.Options) C, f func(context.Context, C) error) error {
 	ctx, cancel := context.WithTimeout(ctx, redisCallTimeout) // or ctx's deadline, if sooner
 	defer cancel()
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := d.DialContext(ctx, "tcp", p.Addr())
 	if err != nil {
 		return err
 	}
 	c := newClient(&redis.Options{
-		Addr:                  addr,
+		Addr:                  p.Addr(),
+		Password:              p.password(),
 		Dialer:                func(context.Context, string, string) (net.Conn, error) { return conn, nil },
 		Protocol:              2,
 		DisableIdentity:       true,
@@ -239,7 +283,7 @@ func (p *Proc) ConfigGet(ctx context.Context, param string) (string, error) {
 		return "", fmt.Errorf("config get %s of %s: kind %s, want %s", param, p.Name, p.Kind, KindRedis)
 	}
 	var got map[string]string
-	err := ask(ctx, p.Addr(), redis.NewClient, func(ctx context.Context, c *redis.Client) (err error) {
+	err := ask(ctx, p, redis.NewClient, func(ctx context.Context, c *redis.Client) (err error) {
 		got, err = c.ConfigGet(ctx, param).Result()
 		return err
 	})
@@ -260,7 +304,7 @@ func (p *Proc) ConfigSet(ctx context.Context, param, value string) error {
 	if p.Kind != KindRedis {
 		return fmt.Errorf("config set %s of %s: kind %s, want %s", param, p.Name, p.Kind, KindRedis)
 	}
-	err := ask(ctx, p.Addr(), redis.NewClient, func(ctx context.Context, c *redis.Client) error {
+	err := ask(ctx, p, redis.NewClient, func(ctx context.Context, c *redis.Client) error {
 		return c.ConfigSet(ctx, param, value).Err()
 	})
 	if err != nil {
@@ -277,7 +321,7 @@ func (p *Proc) UsedMemory(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("used memory of %s: kind %s, want %s", p.Name, p.Kind, KindRedis)
 	}
 	var info *redis.InfoCmd
-	err := ask(ctx, p.Addr(), redis.NewClient, func(ctx context.Context, c *redis.Client) error {
+	err := ask(ctx, p, redis.NewClient, func(ctx context.Context, c *redis.Client) error {
 		info = c.InfoMap(ctx, "memory")
 		return info.Err()
 	})

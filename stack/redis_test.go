@@ -22,7 +22,7 @@ func TestConfigSetRefusesWrites(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	m := s.Redis()[0]
-	c := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: m.Addr(), Password: s.RedisPassword(), MaxRetries: -1})
 	defer c.Close()
 
 	origMax, err := m.ConfigGet(ctx, "maxmemory")

@@ -15,6 +15,8 @@
 //	logs/<name>.log     stdout and stderr of each server
 //	pids/<name>.pid     pid of each running server
 //	<name>/             data and config files of each server
+//	redis-password      the Redis nodes' password and the sentinels' own,
+//	sentinel-password   made by the first Start (mode 0600, secret.go)
 //
 // The package imports nothing else of the project: the caller builds the
 // shortener binary and renders nginx.conf (Config.AppBinary, NginxConf).
@@ -27,7 +29,9 @@
 //
 // It speaks to MariaDB with database/sql (readiness, creating the users)
 // and to Redis and the sentinels with go-redis, one question per fresh
-// connection that it dials itself (ask, in redis.go, says why).
+// connection that it dials itself (ask, in redis.go, says why). Every
+// Redis node and sentinel requires a password, and so every client of
+// them needs RedisPassword or SentinelPassword.
 package stack
 
 import (
@@ -171,6 +175,10 @@ type Stack struct {
 	st             state
 	log            *slog.Logger
 	killWithParent bool
+
+	// The data tier's passwords, read from the state directory when the
+	// Stack is made (secret.go); "" for a stack that has none.
+	redisPassword, sentinelPassword string
 
 	procs  []*Proc            // in start order: mysql, redis-1..3, sentinel-1..3, apps, nginx
 	byKind map[string][]*Proc // the same, by Kind
@@ -317,8 +325,12 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		}
 	}
 	// stack.json goes first, so that even a half-started stack can be
-	// attached to and stopped by a later process.
+	// attached to and stopped by a later process; the passwords before
+	// newStack, which reads them.
 	if err := writeState(cfg.Dir, st); err != nil {
+		return nil, fmt.Errorf("start stack: %w", err)
+	}
+	if err := ensurePasswords(cfg.Dir); err != nil {
 		return nil, fmt.Errorf("start stack: %w", err)
 	}
 	s, err := newStack(cfg.Dir, st, cfg.Log, cfg.KillWithParent)
@@ -413,9 +425,19 @@ func Attach(dir string) (*Stack, error) {
 	return s, nil
 }
 
-// newStack builds the Proc values for st; it starts nothing.
+// newStack builds the Proc values for st and reads the passwords; it
+// starts nothing.
 func newStack(dir string, st state, log *slog.Logger, killWithParent bool) (*Stack, error) {
 	s := &Stack{dir: dir, st: st, log: log, killWithParent: killWithParent, byKind: map[string][]*Proc{}}
+	for _, pw := range []struct {
+		file string
+		to   *string
+	}{{RedisPasswordFile, &s.redisPassword}, {SentinelPasswordFile, &s.sentinelPassword}} {
+		var err error
+		if *pw.to, err = readSecret(filepath.Join(dir, pw.file)); err != nil {
+			return nil, err
+		}
+	}
 	for _, ps := range st.Procs {
 		k, err := lookupKind(ps.Kind)
 		if err != nil {
@@ -486,6 +508,17 @@ func (s *Stack) SentinelAddrs() []string {
 
 // MasterName returns the name under which the sentinels monitor the master.
 func (s *Stack) MasterName() string { return s.st.MasterName }
+
+// RedisPassword returns the password every Redis node requires
+// (requirepass; also their masterauth and the sentinels' auth-pass), kept
+// in the state directory's RedisPasswordFile. Every client of the nodes
+// needs it: cache.Config.Password, and the like.
+func (s *Stack) RedisPassword() string { return s.redisPassword }
+
+// SentinelPassword returns the password every sentinel requires
+// (requirepass), kept in the state directory's SentinelPasswordFile:
+// cache.Config.SentinelPassword, and the like.
+func (s *Stack) SentinelPassword() string { return s.sentinelPassword }
 
 // MySQL returns the MariaDB process.
 func (s *Stack) MySQL() *Proc { return s.byKind[KindMySQL][0] }

@@ -131,6 +131,8 @@ func TestConfigApps(t *testing.T) {
 	}
 }
 
+// TestAppAPIKey: an app gets the API key and the data tier's passwords
+// in its environment, and stack.json holds none of them.
 func TestAppAPIKey(t *testing.T) {
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "api-key")
@@ -144,6 +146,9 @@ func TestAppAPIKey(t *testing.T) {
 	}
 	st, err := newState(cfg)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ensurePasswords(dir); err != nil {
 		t.Fatal(err)
 	}
 	s, err := newStack(dir, st, nil, false)
@@ -164,12 +169,19 @@ func TestAppAPIKey(t *testing.T) {
 	if !slices.Contains(env, "SHORTENER_API_KEY=s3cret") {
 		t.Errorf("environment lacks the key: %q", env)
 	}
+	for _, pw := range []string{"SHORTENER_REDIS_PASSWORD=" + s.RedisPassword(), "SHORTENER_SENTINEL_PASSWORD=" + s.SentinelPassword()} {
+		if len(pw) < 40 || !slices.Contains(env, pw) {
+			t.Errorf("environment lacks %s: %q", pw, env)
+		}
+	}
 	// Config.AppEnv comes last, so it wins (exec keeps the last of duplicates).
 	if got := env[len(env)-2:]; got[0] != "SHORTENER_LOG_LEVEL=debug" || got[1] != "SHORTENER_NODE_ID=7" {
 		t.Errorf("environment ends %q, want Config.AppEnv last", got)
 	}
 	b, _ := os.ReadFile(filepath.Join(dir, stateFile))
-	if strings.Contains(string(b), "s3cret") {
-		t.Error("stack.json holds the API key")
+	for _, secret := range []string{"s3cret", s.RedisPassword(), s.SentinelPassword()} {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("stack.json holds the secret %q", secret)
+		}
 	}
 }

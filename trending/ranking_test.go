@@ -80,13 +80,15 @@ func (c *clock) add(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// stackConfig points a Config at s's Sentinels with the configuration's
-// defaults and a key prefix of its own, so tests sharing a stack do not
-// see each other's keys.
+// stackConfig points a Config at s's Sentinels, with s's passwords, the
+// configuration's defaults and a key prefix of its own, so tests sharing
+// a stack do not see each other's keys.
 func stackConfig(s *stack.Stack, node string) Config {
 	return Config{
 		MasterName:       s.MasterName(),
 		SentinelAddrs:    s.SentinelAddrs(),
+		Password:         s.RedisPassword(),
+		SentinelPassword: s.SentinelPassword(),
 		Timeout:          50 * time.Millisecond,
 		PoolSize:         4,
 		BreakerFailures:  5,

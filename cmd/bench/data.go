@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"shortener/cache"
+	"shortener/stack"
 	"shortener/store"
 )
 
@@ -115,13 +116,14 @@ type redisTier struct {
 	cache  *cache.Cache
 }
 
-func newRedisTier(masterName string, sentinels []string, st *store.Store) (*redisTier, error) {
+func newRedisTier(s *stack.Stack, st *store.Store) (*redisTier, error) {
 	reg := prometheus.NewRegistry()
 	// The bench's own client: generous deadlines and a breaker that does
 	// not open on a few slow calls of a busy machine, since this fills a
 	// cache ahead of a measurement, and no lookup waits on it.
 	c, err := cache.New(cache.Config{
-		MasterName: masterName, SentinelAddrs: sentinels,
+		MasterName: s.MasterName(), SentinelAddrs: s.SentinelAddrs(),
+		Password: s.RedisPassword(), SentinelPassword: s.SentinelPassword(),
 		Timeout: 2 * time.Second, PoolSize: 64, TTL: 24 * time.Hour,
 		L1Size: 1, L1TTL: time.Second, L1NegativeTTL: time.Second,
 		BreakerFailures: 1000, BreakerWindow: 1000, BreakerDelay: time.Second, BreakerSuccesses: 1,
@@ -130,7 +132,11 @@ func newRedisTier(masterName string, sentinels []string, st *store.Store) (*redi
 	if err != nil {
 		return nil, err
 	}
-	master := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: masterName, SentinelAddrs: sentinels, ReadTimeout: 10 * time.Second})
+	master := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName: s.MasterName(), SentinelAddrs: s.SentinelAddrs(),
+		Password: s.RedisPassword(), SentinelPassword: s.SentinelPassword(),
+		ReadTimeout: 10 * time.Second,
+	})
 	return &redisTier{master: master, cache: c}, nil
 }
 

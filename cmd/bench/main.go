@@ -198,7 +198,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer restore()
-	tier, err := newRedisTier(s.MasterName(), s.SentinelAddrs(), st)
+	tier, err := newRedisTier(s, st)
 	if err != nil {
 		return err
 	}

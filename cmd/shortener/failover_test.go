@@ -88,19 +88,21 @@ func launchApp(tb testing.TB, s *stack.Stack, nodeID int, now func() time.Time, 
 	tb.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(tb))
 	env := map[string]string{
-		"SHORTENER_ADDR":            addr,
-		"SHORTENER_NODE_ID":         strconv.Itoa(nodeID),
-		"SHORTENER_BASE_URL":        "http://" + addr,
-		"SHORTENER_MYSQL_DSN":       s.MySQLDSN(),
-		"SHORTENER_REDIS_MASTER":    s.MasterName(),
-		"SHORTENER_REDIS_SENTINELS": strings.Join(s.SentinelAddrs(), ","),
-		"SHORTENER_REDIS_TIMEOUT":   redisTimeout.String(),
-		"SHORTENER_LOG_LEVEL":       "info",
-		"SHORTENER_DRAIN_TIMEOUT":   "500ms",
-		"SHORTENER_ADMIN_KEY":       testAPIKey,   // deletes links created anonymously
-		"SHORTENER_CLICKS_DIR":      tb.TempDir(), // one journal per instance
-		"SHORTENER_CREATE_RATE":     "0",          // tests create faster than a client may
-		"SHORTENER_CODE_KEY":        testCodeKey,
+		"SHORTENER_ADDR":              addr,
+		"SHORTENER_NODE_ID":           strconv.Itoa(nodeID),
+		"SHORTENER_BASE_URL":          "http://" + addr,
+		"SHORTENER_MYSQL_DSN":         s.MySQLDSN(),
+		"SHORTENER_REDIS_MASTER":      s.MasterName(),
+		"SHORTENER_REDIS_SENTINELS":   strings.Join(s.SentinelAddrs(), ","),
+		"SHORTENER_REDIS_PASSWORD":    s.RedisPassword(),
+		"SHORTENER_SENTINEL_PASSWORD": s.SentinelPassword(),
+		"SHORTENER_REDIS_TIMEOUT":     redisTimeout.String(),
+		"SHORTENER_LOG_LEVEL":         "info",
+		"SHORTENER_DRAIN_TIMEOUT":     "500ms",
+		"SHORTENER_ADMIN_KEY":         testAPIKey,   // deletes links created anonymously
+		"SHORTENER_CLICKS_DIR":        tb.TempDir(), // one journal per instance
+		"SHORTENER_CREATE_RATE":       "0",          // tests create faster than a client may
+		"SHORTENER_CODE_KEY":          testCodeKey,
 	}
 	for i := 0; i+1 < len(extraEnv); i += 2 {
 		env[extraEnv[i]] = extraEnv[i+1]

@@ -3,15 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"shortener/nginx"
 	"shortener/stack"
@@ -56,13 +51,15 @@ func stackConfig(dir, bin string, local, killWithParent bool, log *slog.Logger) 
 	return cfg
 }
 
-// startStack writes the API key if there is none yet and starts the stack.
+// startStack writes the API and code keys if there are none yet and
+// starts the stack, which makes its Redis and Sentinel passwords the same
+// way (stack.EnsureSecret).
 func startStack(ctx context.Context, cfg stack.Config) (*stack.Stack, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("start stack: %w", err)
 	}
 	for _, f := range []string{cfg.APIKeyFile, cfg.CodeKeyFile} {
-		if err := ensureAPIKey(f); err != nil {
+		if err := stack.EnsureSecret(f); err != nil {
 			return nil, fmt.Errorf("start stack: %w", err)
 		}
 	}
@@ -86,23 +83,4 @@ func renderNginx(l stack.NginxLayout) ([]byte, error) {
 		CreateBurst: 200,
 	})
 	return b.Bytes(), err
-}
-
-// ensureAPIKey writes a random key (or any secret) to path, readable by its owner only,
-// unless a key is there already: one that scripts and people have copied
-// must survive a restart of the stack.
-func ensureAPIKey(path string) error {
-	b, err := os.ReadFile(path)
-	switch {
-	case err == nil && strings.TrimSpace(string(b)) != "":
-		err = os.Chmod(path, 0o600)
-	case err == nil || errors.Is(err, fs.ErrNotExist):
-		key := make([]byte, 24)
-		rand.Read(key) // crypto/rand's Read never fails (it crashes the program instead)
-		err = stack.WriteFileAtomic(path, []byte(hex.EncodeToString(key)+"\n"), 0o600)
-	}
-	if err != nil {
-		return fmt.Errorf("api key: %w", err)
-	}
-	return nil
 }

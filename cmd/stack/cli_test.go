@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -62,33 +61,6 @@ func TestNoStack(t *testing.T) {
 	}
 	if _, err := runCLI(t, "-dir", dir, "kill", "app1"); !errors.Is(err, stack.ErrNoStack) {
 		t.Errorf("kill without a stack: got %v, want ErrNoStack", err)
-	}
-}
-
-func TestAPIKey(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "api-key")
-	if err := ensureAPIKey(path); err != nil {
-		t.Fatal(err)
-	}
-	first, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !regexp.MustCompile(`^[0-9a-f]{48}\n$`).Match(first) {
-		t.Errorf("API key: got %q, want 48 hex digits", first)
-	}
-	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
-		t.Errorf("API key mode: got %v, want 0600", fi.Mode().Perm())
-	}
-	os.Chmod(path, 0o644)
-	if err := ensureAPIKey(path); err != nil {
-		t.Fatal(err)
-	}
-	if again, _ := os.ReadFile(path); !bytes.Equal(again, first) {
-		t.Errorf("API key changed on the second up: %q, then %q", first, again)
-	}
-	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
-		t.Errorf("API key mode after the second up: got %v, want 0600", fi.Mode().Perm())
 	}
 }
 

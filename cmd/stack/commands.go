@@ -61,7 +61,7 @@ func resume(ctx context.Context, s *stack.Stack, cfg stack.Config, stdout io.Wri
 		return fmt.Errorf("a different stack runs in %s (%v); stop it with `stack down -dir %s` first", s.Dir(), err, s.Dir())
 	}
 	for _, f := range []string{cfg.APIKeyFile, cfg.CodeKeyFile} {
-		if err := ensureAPIKey(f); err != nil {
+		if err := stack.EnsureSecret(f); err != nil {
 			return err
 		}
 	}
@@ -123,6 +123,9 @@ func summary(w io.Writer, s *stack.Stack) {
 	fmt.Fprintf(tw, "  try\tcurl -s --json '{\"url\":\"https://example.com/x\"}' %s/api/v1/links\n", base)
 	fmt.Fprintf(tw, "  logs\t%s/ (app1.log, app2.log, nginx-access.log, mysql.log, redis-1.log, sentinel-1.log, ...)\n", logs)
 	fmt.Fprintf(tw, "  API key\t%s (send it as X-Api-Key)\n", filepath.Join(s.Dir(), apiKeyFile))
+	redisPW := filepath.Join(s.Dir(), stack.RedisPasswordFile)
+	fmt.Fprintf(tw, "  Redis\tpassword in %s: REDISCLI_AUTH=$(cat %s) redis-cli -p %d\n", redisPW, redisPW, s.Redis()[0].Port)
+	fmt.Fprintf(tw, "  Sentinel\tpassword in %s\n", filepath.Join(s.Dir(), stack.SentinelPasswordFile))
 	fmt.Fprintf(tw, "  status\tmake status   (or: bin/stack status)\n")
 	fmt.Fprintf(tw, "  stop\tmake down     (or: bin/stack down)\n")
 	tw.Flush()

@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.dir, "dir", stack.DefaultDir(getenv), "state directory: pids, logs, data, api-key ($SHORTENER_STACK_DIR)")
+	fs.StringVar(&o.dir, "dir", stack.DefaultDir(getenv), "state directory: pids, logs, data, api-key, Redis and Sentinel passwords ($SHORTENER_STACK_DIR)")
 	fs.StringVar(&o.bin, "bin", defaultBinary(stack.RepoRoot()), "the shortener binary that up runs")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -1,6 +1,8 @@
 #!/bin/sh
 # Written by package stack (SentinelScript); see its comment.
 # $1: event type, $2: "master <name> <ip> <port>" for master events.
+# redis-cli authenticates with $REDISCLI_AUTH, the sentinels' password,
+# from the sentinel's environment.
 [ "$1" = "-failover-abort-no-good-slave" ] || exit 0
 set -- $2
 [ "$1" = master ] || exit 0
