@@ -80,9 +80,9 @@ bin/stack:
 	$(GO) build -o bin/ ./cmd/stack
 
 ## chaos: the chaos matrix against the running local stack (make up
-## first): each row of DESIGN.md's failure table under open-model load
+## first): each row of docs/design.md's failure table under open-model load
 ## through nginx, then a report per scenario (Markdown, JSON, SVG) and the
-## summary table in docs/chaos/. About 8 minutes for all of them.
+## summary table in docs/chaos/. About 20 minutes for all 16 of them.
 ## SCENARIO=kill-master runs one (or a comma-separated list); CHAOS_FLAGS
 ## passes more flags (./bin/chaos -h lists them).
 SCENARIO    ?= all

@@ -31,7 +31,7 @@ type metrics struct {
 }
 
 // waitBuckets are the Redis lookup histogram's bounds, in deadlines. What
-// DESIGN.md promises ("no request waits more than one Redis deadline") is
+// docs/design.md promises ("no request waits more than one Redis deadline") is
 // the count above waitPromise deadlines, which leaves a quarter of a
 // deadline for the scheduler.
 var waitBuckets = []float64{0.02, 0.05, 0.1, 0.25, 0.5, 1, waitPromise, 2}
