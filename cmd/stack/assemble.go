@@ -81,6 +81,13 @@ func renderNginx(l stack.NginxLayout) ([]byte, error) {
 		// (SHORTENER_CREATE_RATE / _BURST, 100/s and 200 by default).
 		CreateRate:  100,
 		CreateBurst: 200,
+		// Redirects and previews per client address, as deploy/ has them;
+		// 127.0.0.1 is exempt: the chaos runs' and make bench's load
+		// generators send thousands a second from it. Other loopback
+		// addresses are clients like any (the abuse suite uses them).
+		RedirectRate: 300, RedirectBurst: 1000,
+		PageRate: 5, PageBurst: 20,
+		LimitExempt: []string{"127.0.0.1"},
 	})
 	return b.Bytes(), err
 }

@@ -123,6 +123,11 @@ func nginxConf(apps []string) ([]byte, error) {
 		// of the apps' own limit.
 		CreateRate:  100,
 		CreateBurst: 200,
+		// Redirects and previews per client address: far above what a
+		// person (or an office behind one address) does, far below a
+		// flood. No address is exempt.
+		RedirectRate: 300, RedirectBurst: 1000,
+		PageRate: 5, PageBurst: 20,
 	})
 	return b.Bytes(), err
 }
