@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// The verdict: each scenario's row of DESIGN.md's failure table turned
+// The verdict: each scenario's row of docs/design.md's failure table turned
 // into checks with a want and a got, so a reader sees the measurement
 // behind "holds" and a failed check names the promise it broke (see
 // "Adding a check" in the package comment).
@@ -151,7 +151,7 @@ func BackOnRedis(from, key string, within time.Duration) Measure {
 	}
 }
 
-// WithinOneDeadline checks DESIGN.md's promise for a frozen or cut-off
+// WithinOneDeadline checks docs/design.md's promise for a frozen or cut-off
 // master, "no request waits more than one Redis deadline", where it is
 // kept: in each app's histogram of the time a lookup spent on Redis, none
 // of the fault phase's lookups may land above the first bucket past one

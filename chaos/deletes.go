@@ -19,7 +19,7 @@ import (
 // code answers 404 or 410, never a redirect, through the target and from
 // each app directly, while the fault lasts and after the heal. A fault can bring a
 // deleted link back from a cache that missed the delete: a Redis master
-// that refuses writes (DESIGN.md's OOM row: "deletes and edits hold
+// that refuses writes (docs/design.md's OOM row: "deletes and edits hold
 // everywhere"), a failover, an app that was away.
 //
 // Open creates deletesPerRun links of its own with the target's API key
@@ -36,7 +36,7 @@ const (
 	deletesPerRun     = 20
 	deletesProbeEvery = 500 * time.Millisecond
 	// deletesGrace is how long after its 204 a delete may still be
-	// served from a cache that has not heard of it yet: DESIGN.md's bound
+	// served from a cache that has not heard of it yet: docs/design.md's bound
 	// for an edit during a failover ("the old destination never served
 	// past 1 s after the 200"). A row that promises deletes at once
 	// requires "deletes.at-once".

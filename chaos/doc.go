@@ -7,7 +7,7 @@
 // user can trust: every request counted (including those that never got
 // an answer), latency timed from when each request was due, a ledger that
 // checks what the load did against MySQL, and checks, each with a want
-// and a got, that say whether the scenario's row of DESIGN.md's failure
+// and a got, that say whether the scenario's row of docs/design.md's failure
 // table holds.
 //
 // It talks to the stack only as a user and an operator would: HTTP to
@@ -60,7 +60,7 @@
 // A check is a Check with an ID, a want, a got and OK. An account returns
 // checks that apply to every scenario; a scenario lists its own in
 // Scenario.Checks as Measures, which may also fill report figures. There
-// is no switch on scenario names: a scenario whose DESIGN.md row expects a
+// is no switch on scenario names: a scenario whose docs/design.md row expects a
 // common or ledger check to fail (creates while MySQL is down) waives its
 // ID in Scenario.Waive, and one whose row promises a check that is only
 // reported elsewhere (trending's quality) requires it in

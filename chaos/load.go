@@ -24,7 +24,7 @@ const (
 	Create
 	// Miss is GET /{code} of a code that was never issued, a lookup no
 	// cache can answer; it succeeds with 404. While MySQL is down it gets
-	// 503, which DESIGN.md expects, so misses are reported apart.
+	// 503, which docs/design.md expects, so misses are reported apart.
 	Miss
 )
 

@@ -25,7 +25,7 @@ func (r *Report) markdown(chart string) string {
 	} else {
 		p("**Verdict: the row does not hold.** %s\n\n", strings.Join(r.Failures(), " "))
 	}
-	p("- **DESIGN.md promises:** %s.\n", r.Expect)
+	p("- **docs/design.md promises:** %s.\n", r.Expect)
 	p("- **What the run did:** %s.\n", r.Does)
 	s := r.Settings
 	p("- **Load:** %.0f requests/s, open model (constant arrival rate, latency timed from each request's intended send time): "+
@@ -97,7 +97,7 @@ func (r *Report) markdown(chart string) string {
 	if o := r.Outage; o != nil {
 		p("- While MySQL was down (%.1f s to %.1f s): the first POST of each create was answered %s (p99 %s, max %s), "+
 			"and after the client's retries %s; lookups of unknown codes answered %s (p99 %s, max %s). "+
-			"DESIGN.md expects 503s here: failed creates are reported, not counted against the row.\n",
+			"docs/design.md expects 503s here: failed creates are reported, not counted against the row.\n",
 			o.Window.From.Seconds(), o.Window.To.Seconds(), statusList(o.CreateFirstStatus), ms(o.CreateFirst.P99), ms(o.CreateFirst.Max),
 			statusList(o.CreateStatus), statusList(o.MissStatus), ms(o.Miss.P99), ms(o.Miss.Max))
 	}

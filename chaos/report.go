@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Report is what one scenario showed: the figures DESIGN.md asks of a
+// Report is what one scenario showed: the figures docs/design.md asks of a
 // chaos report, the checks of its failure-table row, and the raw series
 // the chart is drawn from. It is written as JSON beside its Markdown.
 type Report struct {
@@ -62,7 +62,7 @@ type Report struct {
 
 	Checks []Check `json:"checks"`
 	// Holds is true when every required check passed and the run had no
-	// error: the row of DESIGN.md's failure table holds.
+	// error: the row of docs/design.md's failure table holds.
 	Holds     bool     `json:"holds"`
 	RunErrors []string `json:"run_errors,omitempty"`
 }

@@ -91,7 +91,7 @@ func ServesThroughout(from, to string) Measure {
 	}
 }
 
-// RedirectP99NearSteady checks DESIGN.md's promise for slow Redis nodes:
+// RedirectP99NearSteady checks docs/design.md's promise for slow Redis nodes:
 // the p99 of the redirects due between the marks from and to stays within
 // one Redis deadline of the steady phase's p99. A lookup that Redis does
 // not answer in time falls back to MySQL after one deadline, and a

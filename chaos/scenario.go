@@ -12,13 +12,13 @@ import (
 	"shortener/stack"
 )
 
-// Scenario is one fault of DESIGN.md's failure table (or none, for the
+// Scenario is one fault of docs/design.md's failure table (or none, for the
 // baseline): what it does to the stack at the start of the fault phase,
 // how it puts things back at its end, and the checks its row promises.
 type Scenario struct {
 	// Name is what -scenario takes: "kill-master", …
 	Name string
-	// Fault is the row of DESIGN.md's failure table it exercises.
+	// Fault is the row of docs/design.md's failure table it exercises.
 	Fault string
 	// Expect is what that row promises, in its words.
 	Expect string
@@ -31,7 +31,7 @@ type Scenario struct {
 	// checks and the ledger's.
 	Checks []Measure
 	// Waive names common or ledger checks (Check.ID) that this scenario
-	// reports without requiring, because DESIGN.md expects them to fail
+	// reports without requiring, because docs/design.md expects them to fail
 	// here: creates while MySQL is down, say; a measure of Checks may
 	// state the row's own version of the promise instead.
 	Waive []string

@@ -386,7 +386,7 @@ func Scenarios() []Scenario {
 				return nil
 			},
 			Checks: []Measure{MySQLOutage},
-			// DESIGN.md expects creates and unknown codes to get 503s.
+			// docs/design.md expects creates and unknown codes to get 503s.
 			Waive: []string{"creates", "misses"},
 		},
 	}
@@ -546,7 +546,7 @@ func diskFull(ctx context.Context, s *Scene) error {
 	if err := pause(ctx, fullFor); err != nil {
 		return err
 	}
-	// DESIGN.md's row also says the app starts on a full disk.
+	// docs/design.md's row also says the app starts on a full disk.
 	s.Note(markFullStop+a.Name, "SIGTERM %s on the full disk", a.Name)
 	if err := a.Term(); err != nil {
 		return err

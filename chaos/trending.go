@@ -18,7 +18,7 @@ import (
 // asks GET /api/v1/trending?window=5m&limit=10 through the target every
 // trendingEvery, timing each answer, and then compares each answer's top
 // 10 with the truth by Jaccard similarity, during the fault and at the end
-// of the recovery, as DESIGN.md's failure table asks (Jaccard@10 >= 0.9).
+// of the recovery, as docs/design.md's failure table asks (Jaccard@10 >= 0.9).
 //
 // The truth is the top 10 of this run's redirects received per link: the
 // clicks account checks that MySQL stores exactly those per code, so it is

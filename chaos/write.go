@@ -96,7 +96,7 @@ func summaryTable(reports []*Report) string {
 	}
 	var b strings.Builder
 	b.WriteString(summaryBegin + "\n")
-	head := append(append([]string{"scenario", "DESIGN.md row", "requests", "failed", "unknown"}, cols...),
+	head := append(append([]string{"scenario", "docs/design.md row", "requests", "failed", "unknown"}, cols...),
 		"p99 in fault", "max in fault", "failover", "recovery", "row")
 	fmt.Fprintf(&b, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---|", len(head)))
 	for i, r := range reports {
@@ -127,7 +127,7 @@ func summaryTable(reports []*Report) string {
 		row = append(row, ms(fault.P99), ms(fault.Max), failover, recovery, verdict)
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
 	}
-	b.WriteString("\nFailed and unknown count every kind of request, creates during mysql-down included (DESIGN.md expects those 503s); " +
+	b.WriteString("\nFailed and unknown count every kind of request, creates during mysql-down included (docs/design.md expects those 503s); " +
 		"each report's checks say which failures count against its row. Failover: the sentinels' promotion, timed from the fault " +
 		"(sentinels-minority: from the quorum's return; master-and-app: then the second promotion, from the second kill). " +
 		"Recovery: see each report (back on Redis after the promotion or restart; a restarted or thawed app serving through nginx; " +

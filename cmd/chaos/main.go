@@ -13,7 +13,7 @@
 //
 // It attaches to the stack in -dir (default .stack in the repository),
 // heals it between scenarios, and exits 1 when a scenario could not run or
-// a row of DESIGN.md's failure table does not hold, after writing every
+// a row of docs/design.md's failure table does not hold, after writing every
 // report.
 package main
 

@@ -22,7 +22,7 @@ const (
 )
 
 // stackConfig is the whole local stack: "up" runs it in .stack/ on the
-// ports of DESIGN.md (local), which every tool and document that talks to
+// ports of docs/design.md (local), which every tool and document that talks to
 // the local stack assumes; the end-to-end tests on free ports in a
 // temporary directory; nothing else differs. killWithParent is for tests,
 // whose servers must die with them.

@@ -14,7 +14,7 @@ import (
 	"shortener/stack/stacktest"
 )
 
-// The end-to-end tests run the whole topology of DESIGN.md — MariaDB,
+// The end-to-end tests run the whole topology of docs/design.md — MariaDB,
 // Redis with Sentinel, two shortener binaries, nginx — as "stack up" does,
 // on free ports, and break it under load through nginx (chaos_test.go).
 

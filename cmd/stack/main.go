@@ -77,7 +77,7 @@ flags (before or after COMMAND):
 type options struct {
 	dir            string // state directory
 	bin            string // shortener binary
-	local          bool   // on DESIGN.md's ports, not free ones
+	local          bool   // on docs/design.md's ports, not free ones
 	killWithParent bool   // tests: the servers die with the test binary
 	sys            system // the machine, for installing missing programs
 }

@@ -49,7 +49,7 @@ func TestAppOnAFullVolume(t *testing.T) {
 	wantReady(t, ctx, app)
 
 	// A plain Restart, on the full volume: the stack's environment, and
-	// the app must start all the same (DESIGN.md: "starts on a full disk").
+	// the app must start all the same (docs/design.md: "starts on a full disk").
 	if err := app.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
