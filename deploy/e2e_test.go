@@ -207,6 +207,18 @@ func TestComposeEndToEnd(t *testing.T) {
 	}
 	t.Logf("created %s through nginx and followed it", first)
 
+	// The data tier requires its passwords: a PING without one is refused
+	// (NOAUTH) by every Redis node and sentinel, from inside the network.
+	for _, c := range []struct{ service, port string }{
+		{"redis-1", "6379"}, {"redis-2", "6379"}, {"redis-3", "6379"},
+		{"sentinel-1", "26379"}, {"sentinel-2", "26379"}, {"sentinel-3", "26379"},
+	} {
+		out, _ := p.docker(ctx, "exec", p.container(ctx, c.service), "env", "-u", "REDISCLI_AUTH", "redis-cli", "-p", c.port, "PING")
+		if !strings.Contains(out, "NOAUTH") {
+			t.Errorf("%s: PING without a password answered %q, want NOAUTH", c.service, strings.TrimSpace(out))
+		}
+	}
+
 	// The apps trust nginx's X-Real-IP (SHORTENER_TRUSTED_PROXIES): a
 	// client at another address (a Redis container) sending the same
 	// Idempotency-Key with another URL is a client of its own (201), not
