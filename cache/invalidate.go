@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"fmt"
 	"shortener"
 	"strings"
 	"sync"
@@ -144,6 +145,28 @@ func (c *Cache) replay(ctx context.Context) {
 			c.replayOnce(ctx)
 		}
 	}
+}
+
+// LoadPending reads the pending invalidations from MySQL once, so that an
+// instance starting while others' deletes have not reached Redis yet
+// bypasses Redis for those codes from its first lookup. Without it, the
+// set filled at the first replay tick, and an app restarted during a
+// master failover (chaos master-and-app) answered 302 from Redis for
+// links deleted seconds before. Call it before serving.
+func (c *Cache) LoadPending(ctx context.Context) error {
+	if c.outbox == nil {
+		return nil
+	}
+	invs, err := c.outbox.PendingInvalidations(ctx)
+	if err != nil {
+		return fmt.Errorf("load pending invalidations: %w", err)
+	}
+	now := c.now()
+	for _, inv := range invs {
+		c.pending.add(inv.Code, now)
+	}
+	c.m.pending.Set(float64(c.pending.len()))
+	return nil
 }
 
 // sendBatch bounds the codes sent in one round trip.

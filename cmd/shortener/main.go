@@ -124,6 +124,10 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 		return err
 	}
 	defer c.Close()
+	if err := c.LoadPending(ctx); err != nil {
+		// The replay loop reads them within its interval.
+		log.Warn("pending invalidations not loaded at start", "err", err)
+	}
 	cctx, stopCache := context.WithCancel(context.WithoutCancel(ctx))
 	cacheDone := make(chan error, 1)
 	go func() { cacheDone <- c.Run(cctx) }()
