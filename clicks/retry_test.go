@@ -25,6 +25,7 @@ import (
 	"shortener/clicks"
 	"shortener/handler"
 	"shortener/nginx"
+	"shortener/stack"
 	"shortener/stack/stacktest"
 	"shortener/store"
 )
@@ -62,7 +63,8 @@ func startNginx(tb testing.TB, apps []string) string {
 	// Its own process group, killed whole: a SIGKILLed master leaves its
 	// workers running, holding every file the test inherited (a make
 	// test under flock: the lock). Pdeathsig covers a test that dies.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stack.KillWithParent(cmd.SysProcAttr)
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}

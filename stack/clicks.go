@@ -77,7 +77,7 @@ func (p *Proc) MountClicks(size int64) error {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return errors.Join(err, os.Rename(aside, dir))
 		}
-		if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0755", size)); err != nil {
+		if err := mountTmpfs(dir, size); err != nil {
 			return back(fmt.Errorf("mount tmpfs at %s: %w", dir, err))
 		}
 		if err := copyTree(aside, dir); err != nil {
@@ -251,8 +251,8 @@ func fill(path string) (int64, error) {
 		return 0, err
 	}
 	defer f.Close()
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(filepath.Dir(path), &st); err != nil {
+	avail, err := availBytes(filepath.Dir(path))
+	if err != nil {
 		return 0, err
 	}
 	fi, err := f.Stat()
@@ -261,8 +261,8 @@ func fill(path string) (int64, error) {
 	}
 	// A write may take some of the space meanwhile (the app journals
 	// beside it): then fallocate fails as a whole and the writes fill.
-	if free := int64(st.Bavail) * st.Bsize; free > 0 {
-		if err := syscall.Fallocate(int(f.Fd()), 0, fi.Size(), free); err != nil && !errors.Is(err, syscall.ENOSPC) {
+	if avail > 0 {
+		if err := fallocate(f, fi.Size(), avail); err != nil && !errors.Is(err, syscall.ENOSPC) {
 			return 0, fmt.Errorf("fallocate %s: %w", path, err)
 		}
 	}

@@ -273,7 +273,7 @@ func (p *Proc) launch(ctx context.Context, fresh bool) error {
 	// the servers, and a kill can take the server's forked children along.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if p.s.killWithParent {
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+		KillWithParent(cmd.SysProcAttr)
 	}
 	if err := cmd.Start(); err != nil {
 		return err

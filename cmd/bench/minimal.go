@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"shortener/nginx"
+	"shortener/stack"
 )
 
 // minimal is the floor the apps are read against: two Go HTTP servers
@@ -87,7 +88,8 @@ func startMinimal(ctx context.Context, dir string) (_ *minimal, err error) {
 		cmd.Env = append(os.Environ(), minimalEnv+"=1")
 		cmd.ExtraFiles = []*os.File{f}
 		cmd.Stderr = os.Stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // not outliving the bench
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+		stack.KillWithParent(cmd.SysProcAttr) // not outliving the bench
 		err = cmd.Start()
 		f.Close()
 		if err != nil {
