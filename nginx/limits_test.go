@@ -113,19 +113,3 @@ func TestPerAddressLimits(t *testing.T) {
 		}
 	}
 }
-
-// nginxBinary finds nginx, failing under make test and skipping otherwise
-// when it is not installed.
-func nginxBinary(t *testing.T) string {
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		bin = "/usr/sbin/nginx"
-	}
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("SHORTENER_INTEGRATION") == "1" {
-			t.Fatalf("nginx not installed: %v", err)
-		}
-		t.Skip("nginx not installed; install it (apt-get install nginx) or run `make test`")
-	}
-	return bin
-}

@@ -63,16 +63,7 @@ func TestRender(t *testing.T) {
 	}
 
 	// nginx itself must accept the file, when it is installed.
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		bin = "/usr/sbin/nginx"
-	}
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("SHORTENER_INTEGRATION") == "1" {
-			t.Fatalf("nginx not installed: %v", err)
-		}
-		t.Skip("nginx not installed; install it (apt-get install nginx) or run `make test` to check the config with nginx -t")
-	}
+	bin := nginxBinary(t)
 	path := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
@@ -81,4 +72,20 @@ func TestRender(t *testing.T) {
 	if err != nil {
 		t.Fatalf("nginx -t rejects the rendered config: %v\n%s", err, out)
 	}
+}
+
+// nginxBinary finds nginx, failing under make test and skipping otherwise
+// when it is not installed.
+func nginxBinary(t *testing.T) string {
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		bin = "/usr/sbin/nginx"
+	}
+	if _, err := os.Stat(bin); err != nil {
+		if os.Getenv("SHORTENER_INTEGRATION") == "1" {
+			t.Fatalf("nginx not installed: %v", err)
+		}
+		t.Skip("nginx not installed; install it (apt-get install nginx) or run `make test`")
+	}
+	return bin
 }
