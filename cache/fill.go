@@ -4,8 +4,11 @@ import (
 	"context"
 	"hash/maphash"
 	"shortener"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // generations orders fills against invalidations. Every invalidation of a
@@ -166,12 +169,20 @@ func (c *Cache) writeBatch(ctx context.Context, batch []fill) {
 	links := make([]shortener.Link, 0, len(batch))
 	announce := make(map[string]bool, len(batch))
 	var skipped int
+	var forget []string // creates whose fill is stale: announced all the same
 	for _, f := range batch {
 		l := f.link
 		if l.Gone(now) || c.pending.has(l.Code) || c.gens.get(l.Code) != f.gen || now.Sub(f.read) > fillMaxAge {
 			// Gone, invalidated since it was read, or too old for the
-			// tombstones to guard: the fill is stale.
+			// tombstones to guard: the fill is stale. A create's
+			// announcement still goes out: it only makes the other
+			// instances forget the code, which is always safe, and
+			// without it they keep a "no such code" for their negative
+			// TTL (a generation moved by an unrelated bump was enough).
 			skipped++
+			if f.announce {
+				forget = append(forget, l.Code)
+			}
 			continue
 		}
 		links = append(links, l)
@@ -181,6 +192,11 @@ func (c *Cache) writeBatch(ctx context.Context, batch []fill) {
 		skipped, links = skipped+len(links), nil
 	}
 	c.m.fills.WithLabelValues("skipped").Add(float64(skipped))
+	if len(forget) > 0 && c.write.allow() {
+		run(ctx, c.write, func(ctx context.Context, r *redis.Client) (int64, error) { //nolint:errcheck // the breaker records it
+			return r.Publish(ctx, invalidationChannel, strings.Join(forget, " ")).Result()
+		})
+	}
 	if len(links) == 0 {
 		return
 	}
