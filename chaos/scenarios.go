@@ -293,7 +293,7 @@ func Scenarios() []Scenario {
 				if err := os.WriteFile(spool, []byte(corruptSpool), 0o644); err != nil {
 					return err
 				}
-				s.Note("", "wrote %d bytes of cut-off JSON over %s", len(corruptSpool), spool)
+				s.Note("", "wrote %d bytes of cut-off JSON over %s's trending spool (clicks/trending.spool)", len(corruptSpool), a.Name)
 				if err := s.restartApp(ctx, a); err != nil {
 					return err
 				}
