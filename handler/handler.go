@@ -386,12 +386,13 @@ func (h *Handler) redirect(c echo.Context) error {
 	// process is killed the next instant.
 	if h.d.Clicks != nil && c.Request().Method == http.MethodGet {
 		r := c.Request()
+		viaProxy := h.proxies.trusts(r) // the peer parsed once per click
 		h.d.Clicks.Record(shortener.Click{
 			LinkID: l.ID, Code: code, At: now.UTC(),
 			Referrer: referrerHost(r.Header.Get("Referer")),
 			Agent:    h.agents.class(r.Header.Get("User-Agent")),
-			Request:  h.clickRequest(r),
-			Client:   h.clientOf(r),
+			Request:  h.clickRequest(r, viaProxy),
+			Client:   h.clientOf(r, viaProxy),
 		})
 	}
 	hd[echo.HeaderLocation] = []string{l.URL} // canonical already: Set would canonicalize it again
@@ -418,9 +419,9 @@ func plausibleCode(code string) bool {
 // reaches the app directly and names a request of its own could replay
 // another's ID to have it not counted, or claim a time in the far future
 // (the journal clamps those; see clicks.Journal.Record).
-func (h *Handler) clickRequest(r *http.Request) shortener.ClickRequest {
+func (h *Handler) clickRequest(r *http.Request, viaProxy bool) shortener.ClickRequest {
 	vs := r.Header[clickIDHeader]
-	if len(vs) == 0 || !h.proxies.trusts(r) {
+	if len(vs) == 0 || !viaProxy {
 		return shortener.ClickRequest{}
 	}
 	return clickRequest(vs)
@@ -429,12 +430,12 @@ func (h *Handler) clickRequest(r *http.Request) shortener.ClickRequest {
 // clientOf is the click's Client: a hash of the client's address (the
 // proxy's X-Real-IP when the peer is a trusted proxy) and its agent,
 // under this process's random seed. Never 0.
-func (h *Handler) clientOf(r *http.Request) uint64 {
+func (h *Handler) clientOf(r *http.Request, viaProxy bool) uint64 {
 	addr := r.RemoteAddr // the peer, its port left out below
 	if i := strings.LastIndexByte(addr, ':'); i > 0 {
 		addr = addr[:i]
 	}
-	if h.proxies.trusts(r) {
+	if viaProxy {
 		if ip := r.Header.Get("X-Real-IP"); ip != "" {
 			addr = ip
 		}
