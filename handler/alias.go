@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"fmt"
 	"strings"
 )
 
@@ -12,15 +11,12 @@ const (
 	maxAlias = 64
 )
 
-// reserved are first path segments the shortener serves itself; an alias
-// may not shadow them, in any letter case.
-var reserved = []string{"api", "healthz", "readyz", "metrics", "openapi.json", "favicon.ico", "robots.txt", "trending"}
-
-// ValidateAlias checks a custom code: 3 to 64 letters, digits, '-' or '_',
-// case-sensitive, and not a reserved path.
-func ValidateAlias(a string) error {
+// validateAlias checks a custom code: 3 to 64 letters, digits, '-' or
+// '_', case-sensitive, and not the first segment of a route's path
+// (h.reserved) in any letter case, which it would shadow.
+func (h *Handler) validateAlias(a string) error {
 	bad := func(format string, args ...any) error {
-		return &Error{Status: 400, Code: CodeInvalidAlias, Message: fmt.Sprintf(format, args...)}
+		return fieldErrorf(CodeInvalidAlias, "alias", format, args...)
 	}
 	if len(a) < minAlias || len(a) > maxAlias {
 		return bad("alias must be %d to %d characters, got %d", minAlias, maxAlias, len(a))
@@ -31,7 +27,7 @@ func ValidateAlias(a string) error {
 			return bad("alias may hold only letters, digits, '-' and '_'")
 		}
 	}
-	for _, r := range reserved {
+	for _, r := range h.reserved {
 		if strings.EqualFold(a, r) {
 			return bad("alias %q is reserved", a)
 		}

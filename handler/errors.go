@@ -2,6 +2,7 @@ package handler
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"shortener"
@@ -10,7 +11,8 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Stable error codes clients can switch on.
+// Stable error codes clients can switch on. Each has one HTTP status,
+// in statusOf; an error is built with its code alone.
 const (
 	CodeInvalidURL       = "invalid_url"
 	CodeURLTooLong       = "url_too_long"
@@ -24,6 +26,7 @@ const (
 	CodeRateLimited      = "rate_limited"
 	CodeInvalidJSON      = "invalid_json"
 	CodeInvalidRequest   = "invalid_request"
+	CodeCrossOrigin      = "cross_origin"
 	CodeTooLarge         = "request_too_large"
 	CodeMediaType        = "unsupported_media_type"
 	CodeUnauthorized     = "unauthorized"
@@ -36,14 +39,63 @@ const (
 	CodeInternal         = "internal"
 )
 
-// Error is an error with the HTTP status and stable code to answer with.
+// statusOf is the one map from an error code to its HTTP status.
+// TestOpenAPICoversRoutes checks that openapi.json lists every code.
+var statusOf = map[string]int{
+	CodeInvalidURL:       http.StatusBadRequest,
+	CodeURLTooLong:       http.StatusBadRequest,
+	CodeURLControlChars:  http.StatusBadRequest,
+	CodeURLScheme:        http.StatusBadRequest,
+	CodeURLCredentials:   http.StatusBadRequest,
+	CodeURLLoop:          http.StatusBadRequest,
+	CodeURLDenied:        http.StatusBadRequest,
+	CodeInvalidAlias:     http.StatusBadRequest,
+	CodeAliasTaken:       http.StatusConflict,
+	CodeRateLimited:      http.StatusTooManyRequests,
+	CodeInvalidJSON:      http.StatusBadRequest,
+	CodeInvalidRequest:   http.StatusBadRequest,
+	CodeCrossOrigin:      http.StatusForbidden,
+	CodeTooLarge:         http.StatusRequestEntityTooLarge,
+	CodeMediaType:        http.StatusUnsupportedMediaType,
+	CodeUnauthorized:     http.StatusUnauthorized,
+	CodeForbidden:        http.StatusForbidden,
+	CodeKeyReused:        http.StatusUnprocessableEntity,
+	CodeNotFound:         http.StatusNotFound,
+	CodeGone:             http.StatusGone,
+	CodeMethodNotAllowed: http.StatusMethodNotAllowed,
+	CodeUnavailable:      http.StatusServiceUnavailable,
+	CodeInternal:         http.StatusInternalServerError,
+}
+
+// Error is an answer to a request that failed: a stable code (its HTTP
+// status is statusOf[Code]), the request field at fault when there is
+// one (the JSON name: "url", "alias", "redirect", "expires_at"), and a
+// message for people.
 type Error struct {
-	Status  int
 	Code    string
+	Field   string
 	Message string
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Status is the HTTP status e is answered with.
+func (e Error) Status() int {
+	if s, ok := statusOf[e.Code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// errorf builds an Error with code and no field.
+func errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// fieldErrorf builds an Error about one request field.
+func fieldErrorf(code, field, format string, args ...any) *Error {
+	return &Error{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
 
 // errGone marks a link that expired or was deleted.
 var errGone = errors.New("handler: link gone")
@@ -54,11 +106,22 @@ var mapping = []struct {
 	err error
 	out Error
 }{
-	{shortener.ErrNotFound, Error{http.StatusNotFound, CodeNotFound, "no link has this code"}},
-	{errGone, Error{http.StatusGone, CodeGone, "this link has expired or was deleted"}},
-	{shortener.ErrGone, Error{http.StatusGone, CodeGone, "this link has expired or was deleted"}},
-	{shortener.ErrKeyReused, Error{http.StatusUnprocessableEntity, CodeKeyReused, "this Idempotency-Key was used for a different request"}},
-	{shortener.ErrUnavailable, Error{http.StatusServiceUnavailable, CodeUnavailable, "the service cannot reach its database; retry shortly"}},
+	{shortener.ErrNotFound, Error{Code: CodeNotFound, Message: "no link has this code"}},
+	{errGone, Error{Code: CodeGone, Message: "this link has expired or was deleted"}},
+	{shortener.ErrGone, Error{Code: CodeGone, Message: "this link has expired or was deleted"}},
+	{shortener.ErrKeyReused, Error{Code: CodeKeyReused, Message: "this Idempotency-Key was used for a different request"}},
+	{shortener.ErrUnavailable, Error{Code: CodeUnavailable, Message: "the service cannot reach its database; retry shortly"}},
+}
+
+// echoCodes names the statuses Echo answers by itself.
+var echoCodes = map[int]Error{
+	http.StatusNotFound:              {Code: CodeNotFound, Message: "no such route"},
+	http.StatusMethodNotAllowed:      {Code: CodeMethodNotAllowed, Message: "method not allowed on this route"},
+	http.StatusRequestEntityTooLarge: {Code: CodeTooLarge, Message: "request body too large"},
+	http.StatusUnsupportedMediaType:  {Code: CodeMediaType, Message: "unsupported media type"},
+	http.StatusUnauthorized:          {Code: CodeUnauthorized, Message: "unauthorized"},
+	http.StatusForbidden:             {Code: CodeForbidden, Message: "forbidden"},
+	http.StatusTooManyRequests:       {Code: CodeRateLimited, Message: "too many requests"},
 }
 
 // retryAfter is the Retry-After sent with 503s, in seconds.
@@ -77,28 +140,24 @@ func toHTTP(err error) Error {
 	}
 	var ee *echo.HTTPError
 	if errors.As(err, &ee) {
-		switch ee.Code {
-		case http.StatusNotFound:
-			return Error{ee.Code, CodeNotFound, "no such route"}
-		case http.StatusMethodNotAllowed:
-			return Error{ee.Code, CodeMethodNotAllowed, "method not allowed on this route"}
-		case http.StatusRequestEntityTooLarge:
-			return Error{ee.Code, CodeTooLarge, "request body too large"}
+		if out, ok := echoCodes[ee.Code]; ok {
+			return out
 		}
 		if ee.Code < 500 {
-			return Error{ee.Code, CodeInvalidRequest, http.StatusText(ee.Code)}
+			return Error{Code: CodeInvalidRequest, Message: http.StatusText(ee.Code)}
 		}
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return Error{http.StatusRequestEntityTooLarge, CodeTooLarge, "request body exceeds " + strconv.FormatInt(mbe.Limit, 10) + " bytes"}
+		return Error{Code: CodeTooLarge, Message: "request body exceeds " + strconv.FormatInt(mbe.Limit, 10) + " bytes"}
 	}
-	return Error{http.StatusInternalServerError, CodeInternal, "internal error"}
+	return Error{Code: CodeInternal, Message: "internal error"}
 }
 
 type errorBody struct {
 	Error struct {
 		Code    string `json:"code"`
+		Field   string `json:"field,omitempty"`
 		Message string `json:"message"`
 	} `json:"error"`
 }
@@ -111,24 +170,24 @@ func (h *Handler) handleError(err error, c echo.Context) {
 	}
 	out := toHTTP(err)
 	level := slog.LevelDebug
-	if out.Status >= 500 {
+	if out.Status() >= 500 {
 		level = slog.LevelError
 	}
 	h.log.Log(c.Request().Context(), level, "request failed",
 		"method", c.Request().Method, "path", c.Request().URL.Path,
-		"status", out.Status, "code", out.Code, "err", err,
+		"status", out.Status(), "code", out.Code, "err", err,
 		"request_id", c.Response().Header().Get(echo.HeaderXRequestID))
-	if out.Status == http.StatusServiceUnavailable {
+	if out.Status() == http.StatusServiceUnavailable {
 		c.Response().Header().Set("Retry-After", strconv.Itoa(retryAfter))
 	}
 	var body errorBody
-	body.Error.Code, body.Error.Message = out.Code, out.Message
+	body.Error.Code, body.Error.Field, body.Error.Message = out.Code, out.Field, out.Message
 	if c.Request().Method == http.MethodHead {
-		err = c.NoContent(out.Status)
+		err = c.NoContent(out.Status())
 	} else if h.site != nil && h.htmlError(c) {
 		err = h.errorPage(c, out) // a browser gets a page (web.go)
 	} else {
-		err = c.JSON(out.Status, body)
+		err = c.JSON(out.Status(), body)
 	}
 	if err != nil {
 		h.log.Warn("write error response", "err", err)

@@ -22,7 +22,7 @@ func FuzzValidateURL(f *testing.F) {
 		out, err := p.Validate(raw)
 		if err != nil {
 			var he *Error
-			if !errors.As(err, &he) || he.Status != 400 || he.Code == "" {
+			if !errors.As(err, &he) || he.Status() != 400 || he.Code == "" {
 				t.Fatalf("Validate(%q) error %v is not a 400 with a code", raw, err)
 			}
 			return
@@ -53,19 +53,20 @@ func FuzzValidateAlias(f *testing.F) {
 	for _, s := range []string{"abc", "My_Link-1", "api", "ab", "a/b", "é-x", strings.Repeat("z", 65)} {
 		f.Add(s)
 	}
+	h := mustNew(Config{Pages: true}, Deps{Log: discardLogger()})
 	f.Fuzz(func(t *testing.T, a string) {
-		err := ValidateAlias(a)
+		err := h.validateAlias(a)
 		if err != nil {
 			var he *Error
 			if !errors.As(err, &he) || he.Code != CodeInvalidAlias {
-				t.Fatalf("ValidateAlias(%q) = %v, want %s", a, err, CodeInvalidAlias)
+				t.Fatalf("validateAlias(%q) = %v, want %s", a, err, CodeInvalidAlias)
 			}
 			return
 		}
 		if len(a) < minAlias || len(a) > maxAlias || !plausibleCode(a) {
 			t.Fatalf("accepted alias %q", a)
 		}
-		for _, r := range reserved {
+		for _, r := range h.reserved {
 			if strings.EqualFold(a, r) {
 				t.Fatalf("accepted reserved alias %q", a)
 			}

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // openAPI describes every route; TestOpenAPICoversRoutes keeps the two
@@ -120,14 +121,15 @@ type Deps struct {
 	Warmer      Warmer
 	Invalidator Invalidator
 	IDs         IDs
-	Keys        Authorizer   // who sends an X-Api-Key; nil refuses every key
-	Lister      Lister       // GET /api/v1/links; nil: not available
-	Clicks      Recorder     // journals redirects' clicks; nil: not counted
-	Stats       Stats        // click counts for the stats API; nil: 503
-	Ready       Pinger       // readiness: can the instance serve?
-	Metrics     http.Handler // GET /metrics; nil: not served
-	Trending    Trender      // GET /api/v1/trending; nil: 404
-	Limiter     Limiter      // shared create limits; nil: per instance
+	Keys        Authorizer            // who sends an X-Api-Key; nil refuses every key
+	Lister      Lister                // GET /api/v1/links; nil: not available
+	Clicks      Recorder              // journals redirects' clicks; nil: not counted
+	Stats       Stats                 // click counts for the stats API; nil: 503
+	Ready       Pinger                // readiness: can the instance serve?
+	Metrics     http.Handler          // GET /metrics; nil: not served
+	Registry    prometheus.Registerer // takes the HTTP metrics; nil: none
+	Trending    Trender               // GET /api/v1/trending; nil: 404
+	Limiter     Limiter               // shared create limits; nil: per instance
 	Log         *slog.Logger
 	Now         func() time.Time
 }
@@ -139,8 +141,12 @@ type Handler struct {
 	d      Deps
 	log    *slog.Logger
 	e      *echo.Echo
-	site   *site // the pages' templates and assets; nil without pages
-	agents *agentCache
+	// metrics count and time every request; nil without Deps.Registry.
+	metrics *httpMetrics
+	// reserved are the first path segments no alias may take.
+	reserved []string
+	site     *site // the pages' templates and assets; nil without pages
+	agents   *agentCache
 	// proxies are the peers whose X-Real-IP and X-Click-Id are believed.
 	proxies proxies
 
@@ -213,6 +219,9 @@ func New(cfg Config, d Deps) (*Handler, error) {
 		}
 		h.site = s
 	}
+	if d.Registry != nil {
+		h.metrics = newHTTPMetrics(d.Registry)
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = h.handleError
@@ -236,40 +245,9 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	h.cursor, _ = aes.NewCipher(ck[:16]) // a 16-byte key: no error
 	e.Use(h.frame)
 
-	e.GET("/healthz", h.healthz)
-	e.GET("/openapi.json", func(c echo.Context) error { return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, openAPI) })
-	e.GET("/readyz", h.readyz)
-	if d.Metrics != nil {
-		e.GET("/metrics", echo.WrapHandler(d.Metrics))
-	}
-	// identify runs per route, not on the group: a group middleware would
-	// make Echo answer unknown /api/v1 paths itself.
-	api := e.Group("/api/v1")
-	createMW := []echo.MiddlewareFunc{h.identify}
-	if !cfg.AnonymousCreate {
-		createMW = append(createMW, h.requireKey)
-	}
-	var limitMW []echo.MiddlewareFunc // shared by the API and the web form
-	if cfg.CreateRate > 0 || cfg.KeyCreateRate > 0 {
-		limitMW = append(limitMW, h.createLimit())
-	}
-	createMW = append(createMW, limitMW...)
-	api.POST("/links", h.create, createMW...)
-	api.GET("/links", h.list, h.identify, h.requireKey)
-	api.GET("/links/:code", h.show, h.identify, h.requireKey)
-	api.DELETE("/links/:code", h.remove, h.identify, h.requireKey)
-	// trending: public unless the configuration asks for a key.
-	if cfg.TrendingKeyed {
-		api.GET("/trending", h.trending, h.identify, h.requireKey)
-	} else {
-		api.GET("/trending", h.trending)
-	}
-	api.GET("/links/:code/stats", h.stats, h.identify, h.requireKey)
-	if cfg.Pages {
-		h.pageRoutes(e, limitMW...)
-	}
-	e.GET("/:code", h.redirect)
-	e.HEAD("/:code", h.redirect)
+	rs := h.routes()
+	h.reserved = reservedSegments(rs)
+	h.register(e, rs)
 	h.e = e
 	return h, nil
 }
@@ -326,7 +304,13 @@ func (h *Handler) frame(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // ServeHTTP makes Handler an http.Handler.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.e.ServeHTTP(w, r) }
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.metrics != nil {
+		h.metrics.serve(h.e, w, r)
+		return
+	}
+	h.e.ServeHTTP(w, r)
+}
 
 func (h *Handler) healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
@@ -351,8 +335,12 @@ func (h *Handler) redirect(c echo.Context) error {
 		// Not a code: the preview /{code}+ is looked for only here, so a
 		// redirect pays nothing for it.
 		if pc, ok := strings.CutSuffix(code, "+"); ok && h.site != nil && plausibleCode(pc) {
+			setOp(c, opPage)
 			return h.preview(c, pc)
 		}
+		// Echo gives this route every path no other takes (its last
+		// parameter matches slashes too): such a path is no redirect.
+		setOp(c, defaultOp(c.Request()))
 		return shortener.ErrNotFound
 	}
 	l, err := h.d.Resolver.Resolve(c.Request().Context(), code)

@@ -343,8 +343,8 @@ func TestToHTTP(t *testing.T) {
 		{fmt.Errorf("get link x: %w", shortener.ErrNotFound), 404, CodeNotFound},
 		{fmt.Errorf("wrapped: %w", errGone), 410, CodeGone},
 		{fmt.Errorf("create: %w: %w", shortener.ErrUnavailable, errors.New("dial tcp: refused")), 503, CodeUnavailable},
-		{&Error{Status: 400, Code: CodeInvalidURL, Message: "m"}, 400, CodeInvalidURL},
-		{fmt.Errorf("ctx: %w", &Error{Status: 400, Code: CodeInvalidJSON, Message: "m"}), 400, CodeInvalidJSON},
+		{&Error{Code: CodeInvalidURL, Message: "m"}, 400, CodeInvalidURL},
+		{fmt.Errorf("ctx: %w", &Error{Code: CodeInvalidJSON, Message: "m"}), 400, CodeInvalidJSON},
 		{echo.ErrNotFound, 404, CodeNotFound},
 		{echo.ErrMethodNotAllowed, 405, CodeMethodNotAllowed},
 		{&http.MaxBytesError{Limit: 10}, 413, CodeTooLarge},
@@ -353,8 +353,8 @@ func TestToHTTP(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got := toHTTP(tt.err)
-		if got.Status != tt.status || got.Code != tt.code {
-			t.Errorf("toHTTP(%v) = %d %s, want %d %s", tt.err, got.Status, got.Code, tt.status, tt.code)
+		if got.Status() != tt.status || got.Code != tt.code {
+			t.Errorf("toHTTP(%v) = %d %s, want %d %s", tt.err, got.Status(), got.Code, tt.status, tt.code)
 		}
 	}
 }

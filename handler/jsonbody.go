@@ -30,7 +30,7 @@ import (
 // needs a preflight, which this server does not grant.
 func (h *Handler) decodeJSON(c echo.Context, v any) error {
 	if !isJSON(c.Request().Header.Get(echo.HeaderContentType)) {
-		return &Error{Status: http.StatusUnsupportedMediaType, Code: CodeMediaType,
+		return &Error{Code: CodeMediaType,
 			Message: "send the body as JSON with Content-Type: application/json"}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, maxBody))
@@ -70,7 +70,7 @@ func isJSON(ct string) bool {
 	return err == nil && (mt == echo.MIMEApplicationJSON || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
 }
 
-func badJSON(msg string) error { return &Error{Status: 400, Code: CodeInvalidJSON, Message: msg} }
+func badJSON(msg string) error { return &Error{Code: CodeInvalidJSON, Message: msg} }
 
 // checkObject walks the top level of body: one object whose keys are all in
 // fields, exactly as spelled, each once, and then the end of the body. It

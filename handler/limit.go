@@ -96,7 +96,7 @@ func (h *Handler) createLimit() echo.MiddlewareFunc {
 			}
 			retry := strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
 			c.Response().Header().Set("Retry-After", retry)
-			return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: "too many links created by " + who + "; retry after " + retry + " s"}
+			return &Error{Code: CodeRateLimited, Message: "too many links created by " + who + "; retry after " + retry + " s"}
 		}
 	}
 }

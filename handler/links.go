@@ -84,7 +84,7 @@ func (h *Handler) createLink(ctx context.Context, req createRequest, key, scope,
 		return shortener.Link{}, false, err
 	}
 	if req.Alias != "" {
-		if err := ValidateAlias(req.Alias); err != nil {
+		if err := h.validateAlias(req.Alias); err != nil {
 			return shortener.Link{}, false, err
 		}
 	}
@@ -95,11 +95,11 @@ func (h *Handler) createLink(ctx context.Context, req createRequest, key, scope,
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
 		l.Redirect = req.Redirect
 	default:
-		return shortener.Link{}, false, &Error{Status: 400, Code: CodeInvalidRequest, Message: fmt.Sprintf("redirect %d is not one of 301, 302, 307, 308", req.Redirect)}
+		return shortener.Link{}, false, fieldErrorf(CodeInvalidRequest, "redirect", "redirect %d is not one of 301, 302, 307, 308", req.Redirect)
 	}
 	if req.ExpiresAt != nil {
 		if !req.ExpiresAt.After(now) {
-			return shortener.Link{}, false, &Error{Status: 400, Code: CodeInvalidRequest, Message: "expires_at must be in the future"}
+			return shortener.Link{}, false, fieldErrorf(CodeInvalidRequest, "expires_at", "expires_at must be in the future")
 		}
 		l.ExpiresAt = req.ExpiresAt.UTC().Truncate(time.Millisecond)
 	}
@@ -155,7 +155,7 @@ func (h *Handler) identify(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-var errUnauthorized = &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized, Message: "a valid X-Api-Key header is required"}
+var errUnauthorized = &Error{Code: CodeUnauthorized, Message: "a valid X-Api-Key header is required"}
 
 // callerOf returns who made the request (anonymous when identify did not
 // run).
@@ -187,7 +187,7 @@ func (h *Handler) managedLink(c echo.Context, code string) (shortener.Link, erro
 		return shortener.Link{}, err
 	}
 	if !callerOf(c).Manages(l) {
-		return shortener.Link{}, &Error{Status: http.StatusForbidden, Code: CodeForbidden, Message: "this link belongs to another API key"}
+		return shortener.Link{}, &Error{Code: CodeForbidden, Message: "this link belongs to another API key"}
 	}
 	return l, nil
 }
@@ -257,7 +257,7 @@ func (h *Handler) insert(ctx context.Context, l shortener.Link, alias, key, scop
 			return shortener.Link{}, false, err
 		}
 		if alias != "" {
-			return shortener.Link{}, false, &Error{Status: http.StatusConflict, Code: CodeAliasTaken, Message: fmt.Sprintf("alias %q is taken", alias)}
+			return shortener.Link{}, false, fieldErrorf(CodeAliasTaken, "alias", "alias %q is taken", alias)
 		}
 		h.log.Warn("generated code already taken; drawing another", "code", l.Code)
 	}
@@ -280,7 +280,7 @@ func idempotencyKey(h http.Header) (string, error) {
 		bad = k[i] < 0x21 || k[i] > 0x7e
 	}
 	if bad {
-		return "", &Error{Status: 400, Code: CodeInvalidRequest, Message: "Idempotency-Key must be one header of 1 to 255 printable ASCII characters"}
+		return "", &Error{Code: CodeInvalidRequest, Message: "Idempotency-Key must be one header of 1 to 255 printable ASCII characters"}
 	}
 	return k, nil
 }

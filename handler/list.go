@@ -42,7 +42,7 @@ func (h *Handler) list(c echo.Context) error {
 	if v := c.QueryParam("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxPage {
-			return &Error{Status: 400, Code: CodeInvalidRequest, Message: "limit must be a whole number from 1 to " + strconv.Itoa(maxPage)}
+			return &Error{Code: CodeInvalidRequest, Message: "limit must be a whole number from 1 to " + strconv.Itoa(maxPage)}
 		}
 		limit = n
 	}
@@ -50,12 +50,12 @@ func (h *Handler) list(c echo.Context) error {
 	if v := c.QueryParam("cursor"); v != "" {
 		n, ok := h.openCursor(v)
 		if !ok || n <= 0 {
-			return &Error{Status: 400, Code: CodeInvalidRequest, Message: "cursor is not one this API returned"}
+			return &Error{Code: CodeInvalidRequest, Message: "cursor is not one this API returned"}
 		}
 		before = n
 	}
 	if h.d.Lister == nil {
-		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "listing is not available"}
+		return &Error{Code: CodeNotFound, Message: "listing is not available"}
 	}
 	// One more than asked tells whether another page follows.
 	links, err := h.d.Lister.OwnedLinks(c.Request().Context(), callerOf(c).Owner, before, limit+1)

@@ -67,7 +67,7 @@ func (h *Handler) stats(c echo.Context) error {
 	case "hour":
 		daily, step = false, time.Hour
 	default:
-		return &Error{Status: 400, Code: CodeInvalidRequest, Message: "interval must be hour or day"}
+		return &Error{Code: CodeInvalidRequest, Message: "interval must be hour or day"}
 	}
 	now := h.d.Now().UTC()
 	to, err := parseStatsTime(q.Get("to"), now, "to")
@@ -93,9 +93,9 @@ func (h *Handler) stats(c echo.Context) error {
 	}
 	switch {
 	case !from.Before(to):
-		return &Error{Status: 400, Code: CodeInvalidRequest, Message: "from must be before to"}
+		return &Error{Code: CodeInvalidRequest, Message: "from must be before to"}
 	case to.Sub(from)/step > time.Duration(maxBuckets):
-		return &Error{Status: 400, Code: CodeInvalidRequest, Message: "the range is too long for the interval: at most 31 days by hour, 3660 days by day"}
+		return &Error{Code: CodeInvalidRequest, Message: "the range is too long for the interval: at most 31 days by hour, 3660 days by day"}
 	}
 	l, err := h.managedLink(c, c.Param("code"))
 	if err != nil {
@@ -136,5 +136,5 @@ func parseStatsTime(v string, def time.Time, name string) (time.Time, error) {
 	if t, err := time.Parse(time.DateOnly, v); err == nil {
 		return t, nil
 	}
-	return time.Time{}, &Error{Status: 400, Code: CodeInvalidRequest, Message: name + " must be an RFC 3339 time or a date (YYYY-MM-DD)"}
+	return time.Time{}, &Error{Code: CodeInvalidRequest, Message: name + " must be an RFC 3339 time or a date (YYYY-MM-DD)"}
 }

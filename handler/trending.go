@@ -56,18 +56,18 @@ func (h *Handler) trending(c echo.Context) error {
 		window = "5m"
 	case "5m", "1h", "24h":
 	default:
-		return &Error{Status: 400, Code: CodeInvalidRequest, Message: "window must be 5m, 1h or 24h"}
+		return &Error{Code: CodeInvalidRequest, Message: "window must be 5m, 1h or 24h"}
 	}
 	limit := defaultTrending
 	if v := c.QueryParam("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxTrending {
-			return &Error{Status: 400, Code: CodeInvalidRequest, Message: "limit must be a whole number from 1 to " + strconv.Itoa(maxTrending)}
+			return &Error{Code: CodeInvalidRequest, Message: "limit must be a whole number from 1 to " + strconv.Itoa(maxTrending)}
 		}
 		limit = n
 	}
 	if h.d.Trending == nil {
-		return &Error{Status: http.StatusNotFound, Code: CodeNotFound, Message: "trending is not available"}
+		return &Error{Code: CodeNotFound, Message: "trending is not available"}
 	}
 	t, err := h.d.Trending.Top(window, limit)
 	if err != nil {

@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -39,7 +38,7 @@ type URLPolicy struct {
 // code, so a client can tell what to fix.
 func (p URLPolicy) Validate(raw string) (string, error) {
 	bad := func(code, format string, args ...any) (string, error) {
-		return "", &Error{Status: 400, Code: code, Message: fmt.Sprintf(format, args...)}
+		return "", fieldErrorf(code, "url", format, args...)
 	}
 	switch {
 	case raw == "":

@@ -2,6 +2,7 @@ package handler
 
 import (
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -104,7 +105,7 @@ func TestValidateURL(t *testing.T) {
 			got, err := p.Validate(tt.in)
 			if code, ok := strings.CutPrefix(tt.want, "!"); ok {
 				var he *Error
-				if !errors.As(err, &he) || he.Code != code || he.Status != 400 {
+				if !errors.As(err, &he) || he.Code != code || he.Status() != 400 {
 					t.Fatalf("Validate(%q) = %q, %v; want 400 %s", tt.in, got, err, code)
 				}
 				return
@@ -140,16 +141,33 @@ func TestValidateURLAllowLocal(t *testing.T) {
 }
 
 func TestValidateAlias(t *testing.T) {
-	for _, ok := range []string{"abc", "My-Link_2", strings.Repeat("a", 64), "API2", "apis"} {
-		if err := ValidateAlias(ok); err != nil {
-			t.Errorf("ValidateAlias(%q) = %v, want nil", ok, err)
+	h := mustNew(Config{}, Deps{Log: discardLogger()}) // pages off: their paths are reserved all the same
+	for _, ok := range []string{"abc", "My-Link_2", strings.Repeat("a", 64), "API2", "apis", "statsx"} {
+		if err := h.validateAlias(ok); err != nil {
+			t.Errorf("validateAlias(%q) = %v, want nil", ok, err)
 		}
 	}
 	for _, bad := range []string{"", "ab", strings.Repeat("a", 65), "has space", "slash/y", "dot.ted", "é-accent",
-		"api", "API", "healthz", "Readyz", "metrics", "openapi.json"} {
+		"api", "API", "healthz", "Readyz", "metrics", "openapi.json", "trending", "Stats", "static", "settings", "robots.txt"} {
 		var he *Error
-		if err := ValidateAlias(bad); !errors.As(err, &he) || he.Code != CodeInvalidAlias {
-			t.Errorf("ValidateAlias(%q) = %v, want %s", bad, err, CodeInvalidAlias)
+		if err := h.validateAlias(bad); !errors.As(err, &he) || he.Code != CodeInvalidAlias || he.Field != "alias" {
+			t.Errorf("validateAlias(%q) = %v, want %s about alias", bad, err, CodeInvalidAlias)
+		}
+	}
+}
+
+// TestAliasCannotShadowRoute takes the routes Echo serves (pages on,
+// /metrics on) and checks that no alias may be a route's first path
+// segment: such a link could never be followed.
+func TestAliasCannotShadowRoute(t *testing.T) {
+	h := mustNew(Config{Pages: true}, Deps{Metrics: http.NotFoundHandler(), Log: discardLogger()})
+	for _, r := range h.e.Routes() {
+		seg, _, _ := strings.Cut(strings.TrimPrefix(r.Path, "/"), "/")
+		if seg == "" || strings.HasPrefix(seg, ":") {
+			continue
+		}
+		if err := h.validateAlias(seg); err == nil {
+			t.Errorf("alias %q accepted; it shadows %s %s", seg, r.Method, r.Path)
 		}
 	}
 }

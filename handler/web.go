@@ -98,26 +98,6 @@ func newSite() (*site, error) {
 	return s, nil
 }
 
-// pageRoutes registers the pages for people. None of them adds work to
-// the redirect path: GET /{code} keeps its route and handler, and the
-// preview /{code}+ is reached from it only once a path is already known
-// not to be a code (see redirect). limit is the create rate limit, shared
-// with the API's create.
-func (h *Handler) pageRoutes(e *echo.Echo, limit ...echo.MiddlewareFunc) {
-	e.GET("/", h.home)
-	e.POST("/", h.shorten, limit...)
-	e.GET("/static/:name", h.static)
-	e.GET("/qr/:code", h.qr)
-	e.GET("/trending", h.trendingPage)
-	e.GET("/stats/:code", h.statsPage)
-	e.POST("/settings/key", h.saveKey)
-}
-
-// PagePaths are the routes of the pages for people (in OpenAPI's path
-// syntax). They are not part of the API, so openapi.json leaves them out.
-var PagePaths = []string{"GET /", "POST /", "GET /static/{name}", "GET /qr/{code}", "GET /trending",
-	"GET /stats/{code}", "POST /settings/key"}
-
 // render writes page name with data, with the pages' security headers and
 // the given Cache-Control. The page is rendered into a buffer first, so a
 // template error is a clean 500, never half a page.
@@ -205,7 +185,7 @@ func acceptsHTML(accept string) bool {
 // errorPage answers an error to a browser with a small page saying what
 // happened, in the answer's own status.
 func (h *Handler) errorPage(c echo.Context, out Error) error {
-	p := pageError{Status: out.Status, Title: http.StatusText(out.Status), Headline: http.StatusText(out.Status), Detail: out.Message}
+	p := pageError{Status: out.Status(), Title: http.StatusText(out.Status()), Headline: http.StatusText(out.Status()), Detail: out.Message}
 	switch {
 	case out.Code == CodeNotFound && out.Message == "no such route":
 		p.Title, p.Headline, p.Detail = "Page not found", "This page does not exist", "Check the address, or start again from the home page."
@@ -213,17 +193,17 @@ func (h *Handler) errorPage(c echo.Context, out Error) error {
 		p.Title, p.Headline, p.Detail = "Link not found", "This link does not exist", "Check the address for a typo: short links are case-sensitive."
 	case out.Code == CodeGone:
 		p.Title, p.Headline, p.Detail = "Link gone", "This link has expired or was removed", "Its owner deleted it, or it reached its expiry date. It will not redirect again."
-	case out.Status == http.StatusTooManyRequests:
+	case out.Status() == http.StatusTooManyRequests:
 		p.Title, p.Headline = "Too many requests", "Too many requests"
 		p.Detail = "Slow down a little and try again"
 		if s := c.Response().Header().Get("Retry-After"); s != "" {
 			p.Detail += " in " + s + " s"
 		}
 		p.Detail += "."
-	case out.Status == http.StatusServiceUnavailable:
+	case out.Status() == http.StatusServiceUnavailable:
 		p.Title, p.Headline, p.Detail = "Temporarily unavailable", "The shortener is temporarily unavailable", "Please try again in a moment."
-	case out.Status >= 500:
+	case out.Status() >= 500:
 		p.Detail = "Something went wrong on our side. Please try again."
 	}
-	return h.render(c, out.Status, "error", pagePrivate, p)
+	return h.render(c, out.Status(), "error", pagePrivate, p)
 }

@@ -91,7 +91,7 @@ func newFormKey() string {
 func (h *Handler) shorten(c echo.Context) error {
 	r := c.Request()
 	if err := http.NewCrossOriginProtection().Check(r); err != nil {
-		return &Error{Status: http.StatusForbidden, Code: CodeInvalidRequest, Message: "cross-origin form posts are refused"}
+		return &Error{Code: CodeCrossOrigin, Message: "cross-origin form posts are refused"}
 	}
 	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxBody)
 	if err := r.ParseForm(); err != nil {
@@ -99,7 +99,7 @@ func (h *Handler) shorten(c echo.Context) error {
 		if errors.As(err, &mbe) {
 			return err
 		}
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "the form could not be read"}
+		return &Error{Code: CodeInvalidRequest, Message: "the form could not be read"}
 	}
 	p := h.newHomePage(c)
 	f := shortenForm{
@@ -125,7 +125,7 @@ func (h *Handler) shorten(c echo.Context) error {
 			return err // the error page: 429, 503, 500
 		}
 		out := toHTTP(err)
-		p.Errors[field], status = out.Message, out.Status
+		p.Errors[field], status = out.Message, out.Status()
 		if out.Code == CodeKeyReused {
 			p.Errors[field] = "this form was already sent with other values; check them and send it again"
 			p.Form.Idem = newFormKey()
@@ -197,21 +197,17 @@ func parseFormTime(s string) (time.Time, error) {
 	return time.Time{}, errors.New("parse form time: not a date and time")
 }
 
+// formFields are the form's names of the request fields an API error
+// can be about (Error.Field).
+var formFields = map[string]string{"url": "url", "alias": "alias", "expires_at": "expires", "redirect": "redirect"}
+
 // formField names the form field an API error is about; false when the
 // error is not the user's to fix in the form.
 func formField(err error) (string, bool) {
 	out := toHTTP(err)
-	switch {
-	case out.Code == CodeInvalidURL || strings.HasPrefix(out.Code, "url_"):
-		return "url", true
-	case out.Code == CodeInvalidAlias || out.Code == CodeAliasTaken:
-		return "alias", true
-	case out.Code == CodeKeyReused:
+	if out.Code == CodeKeyReused {
 		return "", true
-	case out.Code == CodeInvalidRequest && strings.Contains(out.Message, "expires_at"):
-		return "expires", true
-	case out.Code == CodeInvalidRequest && strings.Contains(out.Message, "redirect"):
-		return "redirect", true
 	}
-	return "", false
+	f, ok := formFields[out.Field]
+	return f, ok
 }

@@ -116,7 +116,7 @@ func (h *Handler) preview(c echo.Context, code string) error {
 		if ok, wait := h.pageLimit.allow("addr:"+clientKey(c.RealIP()), h.cfg.PageRate, h.cfg.PageBurst); !ok {
 			retry := strconv.Itoa(max(1, int(math.Ceil(wait.Seconds()))))
 			c.Response().Header().Set("Retry-After", retry)
-			return &Error{Status: http.StatusTooManyRequests, Code: CodeRateLimited, Message: "too many previews from this address; retry after " + retry + " s"}
+			return &Error{Code: CodeRateLimited, Message: "too many previews from this address; retry after " + retry + " s"}
 		}
 	}
 	l, err := h.d.Resolver.Resolve(c.Request().Context(), code)
@@ -181,7 +181,7 @@ func (h *Handler) statsPage(c echo.Context) error {
 		p.Interval = "hour"
 	case "hour", "day":
 	default:
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "interval must be hour or day"}
+		return &Error{Code: CodeInvalidRequest, Message: "interval must be hour or day"}
 	}
 	p.HasKey = h.keyCookie(c) != ""
 	caller, err := h.cookieCaller(c)
@@ -215,11 +215,11 @@ func (h *Handler) statsPage(c echo.Context) error {
 func (h *Handler) saveKey(c echo.Context) error {
 	r := c.Request()
 	if err := http.NewCrossOriginProtection().Check(r); err != nil {
-		return &Error{Status: http.StatusForbidden, Code: CodeInvalidRequest, Message: "cross-origin form posts are refused"}
+		return &Error{Code: CodeCrossOrigin, Message: "cross-origin form posts are refused"}
 	}
 	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxBody)
 	if err := r.ParseForm(); err != nil {
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "the form could not be read"}
+		return &Error{Code: CodeInvalidRequest, Message: "the form could not be read"}
 	}
 	next := localPath(r.PostForm.Get("next"))
 	ck := &http.Cookie{Name: keyCookieName, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
@@ -320,7 +320,7 @@ func (h *Handler) trendingPage(c echo.Context) error {
 		valid = valid || w == tw
 	}
 	if !valid {
-		return &Error{Status: http.StatusBadRequest, Code: CodeInvalidRequest, Message: "window must be 5m, 1h or 24h"}
+		return &Error{Code: CodeInvalidRequest, Message: "window must be 5m, 1h or 24h"}
 	}
 	p := trendingPage{Title: "Trending links", Window: w, Windows: trendWindows}
 	switch {

@@ -168,6 +168,7 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 		TrendingKeyed: cfg.TrendingKeyed, Pages: true, CookieSecret: cookieSecret(cfg.CodeKey),
 		Policy: handler.NewURLPolicy(cfg.BaseURL, cfg.SelfHosts, cfg.DenyHosts, cfg.AllowLocal)}, handler.Deps{
 		Resolver:    c,
+		Registry:    reg,
 		Links:       st,
 		Warmer:      c,
 		Invalidator: c,
@@ -189,7 +190,7 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
-	srv := newServer(ln, newHTTPMetrics(reg).wrap(h), cfg.IdleTimeout, log)
+	srv := newServer(ln, h, cfg.IdleTimeout, log)
 	log.Info("listening", "addr", ln.Addr().String())
 	if cfg.PprofAddr != "" {
 		pctx, stopPprof := context.WithCancel(ctx)

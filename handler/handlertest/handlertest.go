@@ -17,6 +17,7 @@ import (
 
 	"shortener"
 	"shortener/cache"
+	"shortener/sentinel"
 )
 
 // OneLink is an origin (and a Links store) with a single link.
@@ -40,10 +41,13 @@ func (o OneLink) Resolve(context.Context, string) (shortener.Link, error) { retu
 // lookup has filled it, L1 answers. It closes when tb ends.
 func Cache(tb testing.TB, origin OneLink, log *slog.Logger) *cache.Cache {
 	c, err := cache.New(cache.Config{
-		MasterName: "shortener", SentinelAddrs: []string{"127.0.0.1:1"},
-		Timeout: 50 * time.Millisecond, PoolSize: 4, TTL: time.Hour,
+		Redis: sentinel.Config{
+			MasterName: "shortener", SentinelAddrs: []string{"127.0.0.1:1"},
+			Timeout: 50 * time.Millisecond, PoolSize: 4,
+			BreakerFailures: 5, BreakerWindow: 10, BreakerDelay: time.Second, BreakerSuccesses: 3,
+		},
+		TTL:    time.Hour,
 		L1Size: 1000, L1TTL: time.Hour, L1NegativeTTL: time.Second,
-		BreakerFailures: 5, BreakerWindow: 10, BreakerDelay: time.Second, BreakerSuccesses: 3,
 		ReplayInterval: time.Second, InvalidationGrace: 3 * time.Second,
 	}, origin, nil, log, prometheus.NewRegistry())
 	if err != nil {

@@ -44,6 +44,7 @@ func (e CreateRequestRedirect) Valid() bool {
 // Defines values for ErrorErrorCode.
 const (
 	ErrorErrorCodeAliasTaken           ErrorErrorCode = "alias_taken"
+	ErrorErrorCodeCrossOrigin          ErrorErrorCode = "cross_origin"
 	ErrorErrorCodeForbidden            ErrorErrorCode = "forbidden"
 	ErrorErrorCodeGone                 ErrorErrorCode = "gone"
 	ErrorErrorCodeIdempotencyKeyReused ErrorErrorCode = "idempotency_key_reused"
@@ -58,6 +59,7 @@ const (
 	ErrorErrorCodeRequestTooLarge      ErrorErrorCode = "request_too_large"
 	ErrorErrorCodeUnauthorized         ErrorErrorCode = "unauthorized"
 	ErrorErrorCodeUnavailable          ErrorErrorCode = "unavailable"
+	ErrorErrorCodeUnsupportedMediaType ErrorErrorCode = "unsupported_media_type"
 	ErrorErrorCodeUrlControlChars      ErrorErrorCode = "url_control_chars"
 	ErrorErrorCodeUrlCredentials       ErrorErrorCode = "url_credentials"
 	ErrorErrorCodeUrlDenied            ErrorErrorCode = "url_denied"
@@ -70,6 +72,8 @@ const (
 func (e ErrorErrorCode) Valid() bool {
 	switch e {
 	case ErrorErrorCodeAliasTaken:
+		return true
+	case ErrorErrorCodeCrossOrigin:
 		return true
 	case ErrorErrorCodeForbidden:
 		return true
@@ -98,6 +102,8 @@ func (e ErrorErrorCode) Valid() bool {
 	case ErrorErrorCodeUnauthorized:
 		return true
 	case ErrorErrorCodeUnavailable:
+		return true
+	case ErrorErrorCodeUnsupportedMediaType:
 		return true
 	case ErrorErrorCodeUrlControlChars:
 		return true
@@ -238,7 +244,7 @@ func (e TrendingParamsWindow) Valid() bool {
 
 // CreateRequest Exactly one JSON object; unknown, duplicate or case-variant keys and trailing data are refused (400 invalid_json).
 type CreateRequest struct {
-	// Alias custom code, case-sensitive; not a reserved path (api, healthz, readyz, metrics); 409 if taken
+	// Alias custom code, case-sensitive; not the first segment of a path the shortener serves (api, healthz, readyz, metrics, trending, stats, qr, static, settings, …) in any letter case; 409 if taken
 	Alias *string `json:"alias,omitempty"`
 
 	// ExpiresAt RFC 3339, in the future; afterwards the link answers 410
@@ -255,8 +261,11 @@ type CreateRequestRedirect int
 // Error defines model for Error.
 type Error struct {
 	Error struct {
-		Code    ErrorErrorCode `json:"code"`
-		Message string         `json:"message"`
+		Code ErrorErrorCode `json:"code"`
+
+		// Field the request field at fault, when there is one: url, alias, redirect or expires_at
+		Field   *string `json:"field,omitempty"`
+		Message string  `json:"message"`
 	} `json:"error"`
 }
 

@@ -1,4 +1,4 @@
-package main
+package handler
 
 import (
 	"net/http"
@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -41,9 +42,13 @@ const (
 	maxCode = 600
 )
 
+// op is what a request is, for the metrics' op label (a label must have
+// few values: never the code itself). Each route names its own (routes).
+type op uint8
+
 // The ops, in the order of opNames.
 const (
-	opRedirect = iota
+	opRedirect op = iota
 	opCreate
 	opAPI
 	opProbe
@@ -68,8 +73,8 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	}
 	m.writers.New = func() any { return new(statusWriter) }
 	reg.MustRegister(m.requests, m.duration)
-	for op, name := range opNames {
-		m.observe[op] = m.duration.WithLabelValues(name)
+	for o, name := range opNames {
+		m.observe[o] = m.duration.WithLabelValues(name)
 	}
 	// The redirect series exist from the start, so that a rate over them
 	// is 0 rather than absent on an idle instance.
@@ -79,72 +84,70 @@ func newHTTPMetrics(reg prometheus.Registerer) *httpMetrics {
 	return m
 }
 
-// counter returns op's counter for a status code.
-func (m *httpMetrics) counter(op, code int) prometheus.Counter {
+// counter returns o's counter for a status code.
+func (m *httpMetrics) counter(o op, code int) prometheus.Counter {
 	if code < minCode || code >= maxCode {
-		return m.requests.WithLabelValues(opNames[op], strconv.Itoa(code))
+		return m.requests.WithLabelValues(opNames[o], strconv.Itoa(code))
 	}
-	slot := &m.count[op][code-minCode]
+	slot := &m.count[o][code-minCode]
 	if c := slot.Load(); c != nil {
 		return c.Counter
 	}
 	// Two requests may both get here: WithLabelValues gives both the
 	// same child, so either store is right.
-	c := &counter{m.requests.WithLabelValues(opNames[op], strconv.Itoa(code))}
+	c := &counter{m.requests.WithLabelValues(opNames[o], strconv.Itoa(code))}
 	slot.Store(c)
 	return c.Counter
 }
 
-// wrap instruments h.
-func (m *httpMetrics) wrap(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		sw := m.writers.Get().(*statusWriter)
-		*sw = statusWriter{ResponseWriter: w, code: http.StatusOK}
-		h.ServeHTTP(sw, r)
-		op, code := opOf(r), sw.code
-		// The handler is done with the writer: net/http's own writer is
-		// not used after ServeHTTP returns either.
-		*sw = statusWriter{}
-		m.writers.Put(sw)
-		m.counter(op, code).Inc()
-		m.observe[op].Observe(time.Since(start).Seconds())
-	})
+// serve serves r with next, counted and timed under the op its route
+// names (withOp).
+func (m *httpMetrics) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	sw := m.writers.Get().(*statusWriter)
+	*sw = statusWriter{ResponseWriter: w, code: http.StatusOK, op: defaultOp(r)}
+	next.ServeHTTP(sw, r)
+	o, code := sw.op, sw.code
+	// The handler is done with the writer: net/http's own writer is not
+	// used after ServeHTTP returns either.
+	*sw = statusWriter{}
+	m.writers.Put(sw)
+	m.counter(o, code).Inc()
+	m.observe[o].Observe(time.Since(start).Seconds())
 }
 
-// opOf names what a request is, from its method and path alone (a label
-// must have few values: never the code itself).
-func opOf(r *http.Request) int {
-	p := r.URL.Path
-	switch {
-	case p == "/api/v1/links" && r.Method == http.MethodPost:
-		return opCreate
-	case strings.HasPrefix(p, "/api/"):
+// defaultOp names a request no route took (Echo's 404 and 405): an
+// API request or a page.
+func defaultOp(r *http.Request) op {
+	if strings.HasPrefix(r.URL.Path, "/api/") {
 		return opAPI
-	case p == "/healthz" || p == "/readyz":
-		return opProbe
-	case p == "/metrics":
-		return opMetrics
-	case (r.Method == http.MethodGet || r.Method == http.MethodHead) && len(p) > 1 &&
-		!strings.ContainsAny(p[1:], "/.+") && !reservedRoot(p[1:]):
-		return opRedirect
 	}
 	return opPage
 }
 
-// reservedRoot tells the one-segment paths that are pages, not codes.
-func reservedRoot(p string) bool {
-	switch p {
-	case "openapi.json", "favicon.ico", "robots.txt", "trending":
-		return true
+// withOp tells the HTTP metrics that next's requests are op.
+func withOp(o op, next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if w, ok := c.Response().Writer.(*statusWriter); ok {
+			w.op = o
+		}
+		return next(c)
 	}
-	return false
+}
+
+// setOp renames the op of c's request, for a handler that serves two
+// kinds of request under one route (redirect and the preview).
+func setOp(c echo.Context, o op) {
+	if w, ok := c.Response().Writer.(*statusWriter); ok {
+		w.op = o
+	}
 }
 
 // statusWriter remembers the status code written.
 type statusWriter struct {
 	http.ResponseWriter
 	code  int
+	op    op
 	wrote bool
 }
 
