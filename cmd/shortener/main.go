@@ -28,6 +28,7 @@ import (
 	"shortener/cache"
 	"shortener/handler"
 	"shortener/idgen"
+	"shortener/lease"
 	"shortener/store"
 	"shortener/trending"
 )
@@ -44,13 +45,18 @@ func main() {
 }
 
 // run starts the server and blocks until ctx is cancelled, then shuts
-// down in order: stop accepting, drain requests, close Redis, close MySQL.
+// down in order: stop accepting, drain requests, stop the background
+// tasks and join them, close the journal, Redis, then MySQL.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	return runWithClock(ctx, args, getenv, stdout, stderr, time.Now)
 }
 
 // runWithClock is run with the clock that decides whether it is safe to
 // issue IDs after a restart; tests set it behind the real one.
+// maxClockWait is how far behind the last issued ID the clock may be at
+// start-up before the instance refuses to start rather than wait.
+const maxClockWait = 15 * time.Second
+
 func runWithClock(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, now func() time.Time) error {
 	if len(args) > 0 && args[0] == "keys" {
 		return keys(ctx, args[1:], getenv, stdout, stderr)
@@ -99,25 +105,23 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	if err := waitMigrate(ctx, st, cfg.MigrateTimeout, log); err != nil {
 		return err
 	}
-	lease := newNodeLease(st, cfg.NodeID, cfg.AutoNodeID, cfg.Instance, cfg.NodeLeaseTTL, now, log, reg)
-	if err := lease.claim(ctx); err != nil {
+	nodes, err := lease.New(lease.Config{NodeID: cfg.NodeID, Auto: cfg.AutoNodeID, MaxNode: idgen.MaxNode,
+		Instance: cfg.Instance, TTL: cfg.NodeLeaseTTL, MaxClockWait: maxClockWait}, st, now, log, reg)
+	if err != nil {
 		return err
 	}
-	cfg.NodeID = lease.nodeID // the one claimed, with SHORTENER_NODE_ID=auto
+	if err := nodes.Claim(ctx); err != nil {
+		return err
+	}
+	cfg.NodeID = nodes.NodeID() // the one claimed, with SHORTENER_NODE_ID=auto
 	ids, err := idgen.New(cfg.NodeID, codec)
 	if err != nil {
 		return err
 	}
 	// Released last but one (before MySQL closes), with the last ID's time.
-	defer func() { lease.release(ctx, ids.Horizon(now())) }()
-	lctx, stopLease := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopLease()
-	leaseLost := make(chan error, 1)
-	go func() {
-		if err := lease.keep(lctx, ids); err != nil {
-			leaseLost <- err
-		}
-	}()
+	defer func() { nodes.Release(ctx, ids.Horizon(now())) }()
+	keep := goTask(ctx, func(ctx context.Context) error { return nodes.Keep(ctx, ids.Horizon) })
+	defer keep.join() //nolint:errcheck // a lost lease is answered in the select below
 
 	c, err := cache.New(cfg.cacheConfig(), st, st, log, reg)
 	if err != nil {
@@ -128,23 +132,20 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 		// The replay loop reads them within its interval.
 		log.Warn("pending invalidations not loaded at start", "err", err)
 	}
-	cctx, stopCache := context.WithCancel(context.WithoutCancel(ctx))
-	cacheDone := make(chan error, 1)
-	go func() { cacheDone <- c.Run(cctx) }()
-	defer func() { stopCache(); <-cacheDone }() // before Redis closes
+	cacheRun := goTask(ctx, c.Run)
+	defer cacheRun.join() //nolint:errcheck // Run returns when stopped; before Redis closes
 
 	trend, err := trending.New(cfg.trendingConfig(), c, time.Now, log, reg)
 	if err != nil {
 		return err
 	}
 	defer trend.Close()
-	tctx, stopTrending := context.WithCancel(context.WithoutCancel(ctx))
-	trendingDone := make(chan error, 1)
-	go func() { trendingDone <- trend.Run(tctx) }()
-	defer func() { stopTrending(); <-trendingDone }() // last flush and spool, before Redis closes
+	trendRun := goTask(ctx, trend.Run)
+	defer trendRun.join() //nolint:errcheck // last flush and spool, before Redis closes
 
 	// Expired idempotency keys are purged in the background.
-	go purgeIdempotencyKeys(cctx, st, log)
+	purge := goTask(ctx, func(ctx context.Context) error { purgeIdempotencyKeys(ctx, st, log); return nil })
+	defer purge.join() //nolint:errcheck // never fails
 
 	// The click journal feeds the trending ranking with each group it
 	// writes; it closes (and drains to MySQL) before trending and MySQL.
@@ -193,15 +194,15 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	srv := newServer(ln, h, cfg.IdleTimeout, log)
 	log.Info("listening", "addr", ln.Addr().String())
 	if cfg.PprofAddr != "" {
-		pctx, stopPprof := context.WithCancel(ctx)
-		defer stopPprof()
-		go servePprof(pctx, cfg.PprofAddr, log)
+		profiles := goTask(ctx, func(ctx context.Context) error { servePprof(ctx, cfg.PprofAddr, log); return nil })
+		defer profiles.join() //nolint:errcheck // never fails
 	}
 
 	select {
 	case err := <-srv.failed():
 		return fmt.Errorf("serve: %w", err)
-	case err := <-leaseLost:
+	case <-keep.done: // Keep returns early only when the lease was lost
+		err := keep.err
 		log.Error("stopping", "err", err)
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 		defer cancel()

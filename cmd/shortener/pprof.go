@@ -30,7 +30,8 @@ func checkPprofAddr(addr string) error {
 }
 
 // servePprof serves net/http/pprof on addr, a listener of its own, until
-// ctx ends. A failure is logged, not fatal: profiling is a diagnostic.
+// ctx ends, and returns once it has stopped. A failure is logged, not
+// fatal: profiling is a diagnostic.
 func servePprof(ctx context.Context, addr string, log *slog.Logger) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -39,12 +40,17 @@ func servePprof(ctx context.Context, addr string, log *slog.Logger) {
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
 	log.Info("pprof listening", "addr", addr)
-	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	served := make(chan error, 1)
+	go func() { served <- srv.ListenAndServe() }()
+	var err error
+	select {
+	case <-ctx.Done():
+		srv.Close()
+		err = <-served
+	case err = <-served:
+	}
+	if !errors.Is(err, http.ErrServerClosed) {
 		log.Warn("pprof stopped", "err", err)
 	}
 }
