@@ -19,7 +19,7 @@ import (
 )
 
 // The series a scrape keeps, by the key it stores them under. The names
-// are the app's (README, "How a lookup travels").
+// are the app's (docs/operations.md#metrics; what they mean: docs/lookup.md).
 const (
 	keyLookups   = "lookups"     // shortener_lookups_total
 	keyHits      = "redis_hits"  // shortener_redis_lookups_total{result="hit"}, all roles

@@ -22,7 +22,7 @@ import (
 // of a whole stack (nginx, two apps, Redis, MariaDB), each client from a
 // loopback address of its own (all of 127.0.0.0/8 is loopback; 127.0.0.1
 // is the stack's own load generator, exempt from the per-address limits).
-// Each figure the README quotes is logged.
+// Each figure docs/abuse.md quotes is logged.
 
 // browserFrom is a client whose connections come from src, with a
 // browser's User-Agent, that does not follow redirects.
