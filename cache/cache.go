@@ -4,11 +4,9 @@
 // of truth), with one origin query per code at a time.
 //
 // The rules come from field reports on Redis outages:
-//   - Every Redis call carries its own short deadline and go-redis honours
-//     it on the socket (ContextTimeoutEnabled). A breaker or a timeout
-//     wrapper alone cannot unblock a read on a frozen master's socket.
-//   - go-redis does not retry: one lookup pays at most one deadline.
-//   - A miss (redis.Nil) is an answer, not a failure.
+//   - Every Redis call goes through package sentinel: its own short
+//     deadline on the socket, no retries (one lookup pays at most one
+//     deadline), a miss is an answer and not a failure.
 //   - While a breaker is open or half-open, its route is skipped: lookups
 //     go straight to the origin and fills are dropped.
 //   - Sentinel's own events move the breakers early (a new master closes
@@ -32,8 +30,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/singleflight"
+
+	"shortener/sentinel"
 )
 
 // Origin answers lookups that the caches cannot: the source of truth.
@@ -51,19 +50,12 @@ type Outbox interface {
 	DoneInvalidations(ctx context.Context, codes []string, grace time.Duration) error
 }
 
-// Config tunes the caches, the Redis clients and the breakers.
+// Config tunes the caches, and how they reach Redis.
 type Config struct {
-	MasterName    string
-	SentinelAddrs []string
-	Password      string // of the Redis nodes
-	// SentinelPassword is the sentinels' (their requirepass).
-	SentinelPassword string
-
-	// Timeout is the deadline of each Redis call, dial included. Keep it
-	// in tens of milliseconds: it is the most a lookup pays for a frozen
-	// node before the breaker opens.
-	Timeout  time.Duration
-	PoolSize int
+	// Redis is the Sentinel group and the breakers' tuning; the lookup
+	// path has clients and breakers of its own, one pair for the
+	// replicas (reads) and one for the master (writes).
+	Redis sentinel.Config
 	// TTL is how long a link stays in Redis (capped by its expiry).
 	TTL time.Duration
 
@@ -72,14 +64,6 @@ type Config struct {
 	L1Size        int
 	L1TTL         time.Duration
 	L1NegativeTTL time.Duration
-
-	// The breakers open when BreakerFailures of the last BreakerWindow
-	// calls failed, stay open for BreakerDelay, then let BreakerSuccesses
-	// trial calls through; all must succeed to close.
-	BreakerFailures  uint
-	BreakerWindow    uint
-	BreakerDelay     time.Duration
-	BreakerSuccesses uint
 
 	// ReplayInterval is how often pending invalidations are read from
 	// MySQL and sent to Redis; InvalidationGrace is how long each stays
@@ -93,27 +77,20 @@ type Config struct {
 // defaults live with the configuration (cmd/shortener); a zero here is a
 // wiring mistake, not a request for a default.
 func (c Config) validate() error {
-	var errs []error
-	if c.MasterName == "" || len(c.SentinelAddrs) == 0 {
-		errs = append(errs, errors.New("master name and sentinel addresses are required"))
-	}
+	errs := []error{c.Redis.Validate()}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
 	}{
-		{"Timeout", c.Timeout}, {"TTL", c.TTL}, {"L1TTL", c.L1TTL}, {"L1NegativeTTL", c.L1NegativeTTL},
-		{"BreakerDelay", c.BreakerDelay}, {"ReplayInterval", c.ReplayInterval}, {"InvalidationGrace", c.InvalidationGrace},
+		{"TTL", c.TTL}, {"L1TTL", c.L1TTL}, {"L1NegativeTTL", c.L1NegativeTTL},
+		{"ReplayInterval", c.ReplayInterval}, {"InvalidationGrace", c.InvalidationGrace},
 	} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.v))
 		}
 	}
-	if c.PoolSize <= 0 || c.L1Size <= 0 {
-		errs = append(errs, fmt.Errorf("PoolSize (%d) and L1Size (%d) must be positive", c.PoolSize, c.L1Size))
-	}
-	if c.BreakerFailures < 1 || c.BreakerWindow < c.BreakerFailures || c.BreakerSuccesses < 1 {
-		errs = append(errs, fmt.Errorf("breaker: need 1 <= failures (%d) <= window (%d) and successes (%d) >= 1",
-			c.BreakerFailures, c.BreakerWindow, c.BreakerSuccesses))
+	if c.L1Size <= 0 {
+		errs = append(errs, fmt.Errorf("L1Size must be positive, got %d", c.L1Size))
 	}
 	return errors.Join(errs...)
 }
@@ -126,16 +103,17 @@ type Cache struct {
 	// (fill.go).
 	tombstoneTTL time.Duration
 	l1           *l1
-	read         *node // replicas
-	write        *node // master
+	read         *sentinel.Client // replicas
+	write        *sentinel.Client // master
 	origin       Origin
 	outbox       Outbox
 	flight       singleflight.Group
 	pending      pendingSet
 	gens         *generations
 	fills        chan fill
-	// sentinels answer how many replicas the master has (replicas.go).
-	sentinels []*redis.SentinelClient
+	// sentinels answer how many replicas the master has (replicas.go)
+	// and tell of failovers (events.go).
+	sentinels *sentinel.Sentinels
 	log       *slog.Logger
 	m         *metrics
 	now       func() time.Time
@@ -165,7 +143,7 @@ func New(cfg Config, origin Origin, outbox Outbox, log *slog.Logger, reg prometh
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("new cache: %w", err)
 	}
-	m, err := newMetrics(reg, cfg.Timeout)
+	m, err := newMetrics(reg, cfg.Redis.Timeout)
 	if err != nil {
 		return nil, fmt.Errorf("new cache: register metrics: %w", err)
 	}
@@ -175,35 +153,33 @@ func New(cfg Config, origin Origin, outbox Outbox, log *slog.Logger, reg prometh
 		// after its read began, and the read began before the delete
 		// committed, so before its tombstone was written: the tombstone
 		// outlives every fill that read the link before the delete.
-		tombstoneTTL: 2*fillMaxAge + 2*cfg.Timeout,
+		tombstoneTTL: 2*fillMaxAge + 2*cfg.Redis.Timeout,
 		origin:       origin,
 		outbox:       outbox,
 		log:          log,
 		m:            m,
 		now:          time.Now,
 		gens:         newGenerations(),
-		sentinels:    newSentinelClients(cfg),
+		sentinels:    sentinel.NewSentinels(cfg.Redis),
 		fills:        make(chan fill, fillQueue),
 		limits:       newLimits(),
 	}
 	c.l1 = newL1(cfg.L1Size, cfg.L1TTL, cfg.L1NegativeTTL, func() time.Time { return c.now() })
-	c.read = newNode(breakerRead, cfg, true, m, log)
-	c.write = newNode(breakerWrite, cfg, false, m, log)
+	c.read = sentinel.NewClient(cfg.Redis, sentinel.Replicas, sentinel.NewBreaker(cfg.Redis, breakerRead, m.breakers, log))
+	c.write = sentinel.NewClient(cfg.Redis, sentinel.Master, sentinel.NewBreaker(cfg.Redis, breakerWrite, m.breakers, log))
 	return c, nil
 }
 
 // Close closes the Redis clients.
 func (c *Cache) Close() error {
-	errs := []error{c.read.rdb.Close(), c.write.rdb.Close()}
-	for _, sc := range c.sentinels {
-		errs = append(errs, sc.Close())
-	}
-	return errors.Join(errs...)
+	return errors.Join(c.read.Close(), c.write.Close(), c.sentinels.Close())
 }
 
 // BreakerStates names the state of each breaker: closed, open or
 // half-open.
-func (c *Cache) BreakerStates() (read, write string) { return c.read.state(), c.write.state() }
+func (c *Cache) BreakerStates() (read, write string) {
+	return c.read.Breaker().State(), c.write.Breaker().State()
+}
 
 // Run handles what arrives from outside a lookup until ctx ends: Sentinel
 // events, invalidation messages from other instances, the replay of
@@ -381,10 +357,10 @@ func (c *Cache) AddMany(ctx context.Context, links []shortener.Link) int {
 		}
 		switch {
 		case len(batch) == 0:
-		case !c.write.breaker.IsClosed() || !c.write.allow():
+		case !c.write.Breaker().IsClosed() || !c.write.Breaker().Allow():
 			skipped += len(batch)
 		default:
-			n, err := c.write.setLinks(ctx, batch, func(l shortener.Link) time.Duration { return c.redisTTL(l, now) }, nil)
+			n, err := c.setLinks(ctx, batch, func(l shortener.Link) time.Duration { return c.redisTTL(l, now) }, nil)
 			if err != nil {
 				failed += len(batch)
 				c.log.Debug("redis bulk fill failed", "links", len(batch), "err", err)

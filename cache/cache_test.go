@@ -22,6 +22,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
+	"shortener/sentinel"
 	"shortener/stack"
 	"shortener/stack/stacktest"
 )
@@ -112,10 +113,13 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 // but for the Sentinel addresses (a closed port), changed by each mod.
 func testConfig(mods ...func(*Config)) Config {
 	cfg := Config{
-		MasterName: "shortener", SentinelAddrs: []string{"127.0.0.1:1"},
-		Timeout: testTimeout, PoolSize: 32, TTL: 24 * time.Hour,
+		Redis: sentinel.Config{
+			MasterName: "shortener", SentinelAddrs: []string{"127.0.0.1:1"},
+			Timeout: testTimeout, PoolSize: 32,
+			BreakerFailures: 5, BreakerWindow: 10, BreakerDelay: time.Second, BreakerSuccesses: 3,
+		},
+		TTL:    24 * time.Hour,
 		L1Size: 100_000, L1TTL: 5 * time.Second, L1NegativeTTL: time.Second,
-		BreakerFailures: 5, BreakerWindow: 10, BreakerDelay: time.Second, BreakerSuccesses: 3,
 		ReplayInterval: 500 * time.Millisecond, InvalidationGrace: 3 * time.Second,
 	}
 	for _, mod := range mods {
@@ -133,20 +137,15 @@ func TestConfigValidate(t *testing.T) {
 		mod  func(*Config)
 		want string
 	}{
-		{"no sentinels", func(c *Config) { c.SentinelAddrs = nil }, "sentinel addresses"},
-		{"no master name", func(c *Config) { c.MasterName = "" }, "master name"},
-		{"zero timeout", func(c *Config) { c.Timeout = 0 }, "Timeout must be positive"},
+		// The Redis settings are sentinel.Config's to check (its own
+		// tests list them); one row shows that they are checked.
+		{"no sentinels", func(c *Config) { c.Redis.SentinelAddrs = nil }, "sentinel addresses"},
 		{"zero TTL", func(c *Config) { c.TTL = 0 }, "TTL must be positive"},
 		{"zero L1 TTL", func(c *Config) { c.L1TTL = 0 }, "L1TTL must be positive"},
 		{"zero negative TTL", func(c *Config) { c.L1NegativeTTL = 0 }, "L1NegativeTTL must be positive"},
-		{"zero breaker delay", func(c *Config) { c.BreakerDelay = 0 }, "BreakerDelay must be positive"},
 		{"zero replay", func(c *Config) { c.ReplayInterval = 0 }, "ReplayInterval must be positive"},
 		{"zero grace", func(c *Config) { c.InvalidationGrace = 0 }, "InvalidationGrace must be positive"},
-		{"zero pool", func(c *Config) { c.PoolSize = 0 }, "PoolSize (0)"},
-		{"zero L1 size", func(c *Config) { c.L1Size = 0 }, "L1Size (0)"},
-		{"no failures", func(c *Config) { c.BreakerFailures = 0 }, "failures (0)"},
-		{"window below failures", func(c *Config) { c.BreakerWindow = 4 }, "window (4)"},
-		{"no successes", func(c *Config) { c.BreakerSuccesses = 0 }, "successes (0)"},
+		{"zero L1 size", func(c *Config) { c.L1Size = 0 }, "L1Size must be positive"},
 	}
 	for _, tt := range tests {
 		_, err := New(testConfig(tt.mod), testLinks(1), nil, quietLog(), prometheus.NewRegistry())
@@ -177,8 +176,8 @@ func newTestCache(tb testing.TB, cfg Config) (*Cache, *fakeOrigin, *stack.Stack)
 // onStack points cfg at s's sentinels, with s's passwords: every Redis
 // node and sentinel of a stack requires one.
 func onStack(cfg *Config, s *stack.Stack) {
-	cfg.MasterName, cfg.SentinelAddrs = s.MasterName(), s.SentinelAddrs()
-	cfg.Password, cfg.SentinelPassword = s.RedisPassword(), s.SentinelPassword()
+	cfg.Redis.MasterName, cfg.Redis.SentinelAddrs = s.MasterName(), s.SentinelAddrs()
+	cfg.Redis.Password, cfg.Redis.SentinelPassword = s.RedisPassword(), s.SentinelPassword()
 }
 
 // newTestCacheHooked is newTestCache with hook run on the cache before it
@@ -309,7 +308,7 @@ func TestOnSentinelEvent(t *testing.T) {
 	// Ports 1 and 2 are closed (a real Redis may listen on 6380-6382 of
 	// this machine): the write client never reaches the new master, so
 	// only the read breaker closes.
-	c.read.breaker.Open()
+	c.read.Breaker().Open()
 	c.onSentinelEvent(ctx, "+switch-master", "shortener 127.0.0.1 1 127.0.0.1 2")
 	if r, w := c.BreakerStates(); w != "open" || r != "closed" {
 		t.Fatalf("after +switch-master with no master reachable: read %s write %s, want read closed, write open", r, w)
@@ -318,9 +317,9 @@ func TestOnSentinelEvent(t *testing.T) {
 		t.Errorf("switch_master events = %v, want 1", got)
 	}
 	// A just-promoted master that does not answer is down indeed.
-	c.write.breaker.Close()
+	c.write.Breaker().Close()
 	c.onSentinelEvent(ctx, "+odown", "master shortener 127.0.0.1 2 #quorum 2/2")
-	if w := c.write.state(); w != "open" {
+	if w := c.write.Breaker().State(); w != "open" {
 		t.Fatalf("after +odown of a promoted master that does not answer: write %s, want open", w)
 	}
 }
@@ -334,7 +333,7 @@ func TestSentinelEventsOnRealMaster(t *testing.T) {
 	var now atomic.Pointer[time.Time]
 	// A breaker delay longer than the test: only the event can close the
 	// write breaker (its own probes wait out the delay).
-	c, _, s := newTestCacheHooked(t, testConfig(func(c *Config) { c.BreakerDelay = time.Hour }), func(c *Cache) {
+	c, _, s := newTestCacheHooked(t, testConfig(func(c *Config) { c.Redis.BreakerDelay = time.Hour }), func(c *Cache) {
 		c.now = func() time.Time {
 			if p := now.Load(); p != nil {
 				return *p
@@ -348,22 +347,22 @@ func TestSentinelEventsOnRealMaster(t *testing.T) {
 		t.Fatal(err)
 	}
 	host, port, _ := net.SplitHostPort(master.Addr())
-	c.write.breaker.Open()
+	c.write.Breaker().Open()
 	c.onSentinelEvent(ctx, "+switch-master", "shortener 127.0.0.1 1 "+host+" "+port)
-	for deadline := time.Now().Add(time.Minute); !c.write.breaker.IsClosed(); time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); !c.write.Breaker().IsClosed(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("write breaker still %s a minute after +switch-master to a healthy master", c.write.state())
+			t.Fatalf("write breaker still %s a minute after +switch-master to a healthy master", c.write.Breaker().State())
 		}
 	}
 	odown := "master shortener " + host + " " + port + " #quorum 2/2"
 	c.onSentinelEvent(ctx, "+odown", odown)
-	if w := c.write.state(); w != "closed" {
+	if w := c.write.Breaker().State(); w != "closed" {
 		t.Fatalf("+odown of a just-promoted master that answers: write %s, want closed", w)
 	}
 	later := time.Now().Add(promotionGrace)
 	now.Store(&later)
 	c.onSentinelEvent(ctx, "+odown", odown)
-	if w := c.write.state(); w != "open" {
+	if w := c.write.Breaker().State(); w != "open" {
 		t.Fatalf("+odown %v after the promotion: write %s, want open", promotionGrace, w)
 	}
 }
@@ -475,12 +474,12 @@ func TestNoReplicaReachable(t *testing.T) {
 // probes, with no Sentinel event: fills are skipped while it is open, so
 // nothing else would give it trial calls.
 func TestWriteBreakerRecoversWithoutEvents(t *testing.T) {
-	c, _, _ := newTestCache(t, testConfig(func(c *Config) { c.BreakerDelay, c.ReplayInterval = 200*time.Millisecond, 50*time.Millisecond }))
-	c.write.breaker.Open()
+	c, _, _ := newTestCache(t, testConfig(func(c *Config) { c.Redis.BreakerDelay, c.ReplayInterval = 200*time.Millisecond, 50*time.Millisecond }))
+	c.write.Breaker().Open()
 	deadline := time.Now().Add(10 * time.Second)
-	for !c.write.breaker.IsClosed() {
+	for !c.write.Breaker().IsClosed() {
 		if time.Now().After(deadline) {
-			t.Fatalf("write breaker still %s after 10 s with a healthy master", c.write.state())
+			t.Fatalf("write breaker still %s after 10 s with a healthy master", c.write.Breaker().State())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -575,7 +574,7 @@ func TestStallProbe(t *testing.T) {
 	if err := c.m.stalls.Write(&m); err != nil {
 		t.Fatal(err)
 	}
-	bound := StallBound(cfg.Timeout)
+	bound := StallBound(cfg.Redis.Timeout)
 	if !slices.ContainsFunc(m.GetHistogram().GetBucket(), func(b *dto.Bucket) bool { return b.GetUpperBound() == bound }) {
 		t.Errorf("buckets %v lack StallBound %g", m.GetHistogram().GetBucket(), bound)
 	}

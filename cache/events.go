@@ -5,49 +5,13 @@ import (
 	"net"
 	"strings"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
-// watchSentinels listens to every sentinel's events until ctx ends. One
-// sentinel would do, but any one may be down; acting on an event twice is
+// watchSentinels acts on every sentinel's failover events until ctx
+// ends. Acting on an event twice (once per sentinel that saw it) is
 // harmless because each handler checks the breaker's state first.
 func (c *Cache) watchSentinels(ctx context.Context) {
-	done := make(chan struct{})
-	for _, addr := range c.cfg.SentinelAddrs {
-		go func() {
-			defer func() { done <- struct{}{} }()
-			c.watchSentinel(ctx, addr)
-		}()
-	}
-	for range c.cfg.SentinelAddrs {
-		<-done
-	}
-}
-
-func (c *Cache) watchSentinel(ctx context.Context, addr string) {
-	sc := redis.NewSentinelClient(&redis.Options{
-		Addr:        addr,
-		Password:    c.cfg.SentinelPassword,
-		DialTimeout: c.cfg.Timeout * 4,
-		MaxRetries:  -1,
-	})
-	defer sc.Close()
-	ps := sc.Subscribe(ctx, "+switch-master", "+odown")
-	defer ps.Close()
-	// The channel reconnects on its own, pinging to notice a dead peer.
-	ch := ps.Channel(redis.WithChannelHealthCheckInterval(2*time.Second), redis.WithChannelSize(64))
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case msg, ok := <-ch:
-			if !ok {
-				return
-			}
-			c.onSentinelEvent(ctx, msg.Channel, msg.Payload)
-		}
-	}
+	c.sentinels.Watch(ctx, c.onSentinelEvent, "+switch-master", "+odown")
 }
 
 // onSentinelEvent moves the breakers ahead of what timeouts would show:
@@ -69,30 +33,30 @@ func (c *Cache) watchSentinel(ctx context.Context, addr string) {
 func (c *Cache) onSentinelEvent(ctx context.Context, channel, payload string) {
 	f := strings.Fields(payload)
 	switch {
-	case channel == "+switch-master" && len(f) >= 5 && f[0] == c.cfg.MasterName:
+	case channel == "+switch-master" && len(f) >= 5 && f[0] == c.cfg.Redis.MasterName:
 		c.m.events.WithLabelValues("switch_master").Inc()
 		addr := net.JoinHostPort(f[3], f[4])
 		c.log.Info("sentinel: new master", "old", net.JoinHostPort(f[1], f[2]), "new", addr)
 		c.promoted.Store(&promotion{addr: addr, at: c.now()})
-		if !c.read.breaker.IsClosed() {
-			c.read.breaker.Close()
+		if !c.read.Breaker().IsClosed() {
+			c.read.Breaker().Close()
 		}
-		if !c.write.breaker.IsClosed() && c.following.CompareAndSwap(false, true) {
+		if !c.write.Breaker().IsClosed() && c.following.CompareAndSwap(false, true) {
 			go func() {
 				defer c.following.Store(false)
 				c.followMaster(ctx)
 			}()
 		}
-	case channel == "+odown" && len(f) >= 4 && f[0] == "master" && f[1] == c.cfg.MasterName:
+	case channel == "+odown" && len(f) >= 4 && f[0] == "master" && f[1] == c.cfg.Redis.MasterName:
 		c.m.events.WithLabelValues("odown").Inc()
 		addr := net.JoinHostPort(f[2], f[3])
-		if c.justPromoted(addr) && c.answers(ctx, addr) {
+		if c.justPromoted(addr) && c.cfg.Redis.Ping(ctx, addr) == nil {
 			c.log.Info("sentinel: a master promoted moments ago announced down, but it answers; writes go on", "master", addr)
 			return
 		}
 		c.log.Warn("sentinel: master objectively down", "master", addr)
-		if c.write.breaker.IsClosed() {
-			c.write.breaker.Open()
+		if c.write.Breaker().IsClosed() {
+			c.write.Breaker().Open()
 		}
 	}
 }
@@ -114,34 +78,20 @@ func (c *Cache) justPromoted(addr string) bool {
 	return p != nil && p.addr == addr && c.now().Sub(p.at) < promotionGrace
 }
 
-// answers reports whether addr answers a PING within the Redis deadline,
-// on a connection of its own.
-func (c *Cache) answers(ctx context.Context, addr string) bool {
-	rdb := redis.NewClient(&redis.Options{
-		Addr: addr, Password: c.cfg.Password, MaxRetries: -1,
-		DialTimeout: c.cfg.Timeout, ReadTimeout: c.cfg.Timeout, WriteTimeout: c.cfg.Timeout,
-		ContextTimeoutEnabled: true,
-	})
-	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	defer cancel()
-	return rdb.Ping(ctx).Err() == nil
-}
-
 // followMaster closes the write breaker once a ROLE through the write
 // client comes back "master": go-redis has then switched to the new
 // master (an old one that is back answers "slave" once Sentinel
 // reconfigures it). It tries every Redis deadline until the breaker is
 // closed (by this or by its own probes) or ctx ends.
 func (c *Cache) followMaster(ctx context.Context) {
-	t := time.NewTicker(c.cfg.Timeout)
+	t := time.NewTicker(c.cfg.Redis.Timeout)
 	defer t.Stop()
-	for !c.write.breaker.IsClosed() {
-		rctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-		role, err := c.write.rdb.Do(rctx, "ROLE").Slice()
+	for !c.write.Breaker().IsClosed() {
+		rctx, cancel := context.WithTimeout(ctx, c.cfg.Redis.Timeout)
+		role, err := c.write.Redis().Do(rctx, "ROLE").Slice()
 		cancel()
 		if err == nil && len(role) > 0 && role[0] == "master" {
-			c.write.breaker.Close()
+			c.write.Breaker().Close()
 			c.log.Info("write client reached the new master; writes go on")
 			return
 		}

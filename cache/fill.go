@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"shortener/sentinel"
 )
 
 // generations orders fills against invalidations. Every invalidation of a
@@ -122,7 +124,7 @@ const fillQueue = 1024
 // enqueue hands f to the fill goroutine without waiting, or drops it when
 // the write breaker is not closed or the queue is full.
 func (c *Cache) enqueue(f fill) {
-	if !c.write.breaker.IsClosed() {
+	if !c.write.Breaker().IsClosed() {
 		c.m.fills.WithLabelValues("skipped").Inc()
 		return
 	}
@@ -188,12 +190,12 @@ func (c *Cache) writeBatch(ctx context.Context, batch []fill) {
 		links = append(links, l)
 		announce[l.Code] = announce[l.Code] || f.announce
 	}
-	if len(links) > 0 && (!c.write.breaker.IsClosed() || !c.write.allow()) {
+	if len(links) > 0 && (!c.write.Breaker().IsClosed() || !c.write.Breaker().Allow()) {
 		skipped, links = skipped+len(links), nil
 	}
 	c.m.fills.WithLabelValues("skipped").Add(float64(skipped))
-	if len(forget) > 0 && c.write.allow() {
-		run(ctx, c.write, func(ctx context.Context, r *redis.Client) (int64, error) { //nolint:errcheck // the breaker records it
+	if len(forget) > 0 && c.write.Breaker().Allow() {
+		sentinel.Run(ctx, c.write, func(ctx context.Context, r *redis.Client) (int64, error) { //nolint:errcheck // the breaker records it
 			return r.Publish(ctx, invalidationChannel, strings.Join(forget, " ")).Result()
 		})
 	}
@@ -205,7 +207,7 @@ func (c *Cache) writeBatch(ctx context.Context, batch []fill) {
 			c.beforeFillSend(l.Code)
 		}
 	}
-	n, err := c.write.setLinks(ctx, links, func(l shortener.Link) time.Duration { return c.redisTTL(l, now) }, announce)
+	n, err := c.setLinks(ctx, links, func(l shortener.Link) time.Duration { return c.redisTTL(l, now) }, announce)
 	if err != nil {
 		c.m.fills.WithLabelValues("error").Add(float64(len(links)))
 		c.log.Debug("redis fill failed", "links", len(links), "first", links[0].Code, "err", err)

@@ -33,7 +33,7 @@ func TestHealedMasterNeverServesADeletedLink(t *testing.T) {
 	newInstance := func() *Cache {
 		c, err := New(testConfig(func(c *Config) {
 			onStack(c, s)
-			c.L1TTL, c.BreakerDelay = time.Millisecond, 200*time.Millisecond
+			c.L1TTL, c.Redis.BreakerDelay = time.Millisecond, 200*time.Millisecond
 			c.ReplayInterval, c.InvalidationGrace = 100*time.Millisecond, 300*time.Millisecond
 		}), origin, out, quietLog(), prometheus.NewRegistry())
 		if err != nil {

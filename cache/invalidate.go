@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"shortener/sentinel"
 )
 
 // invalidationChannel carries the codes whose L1 entries every instance
@@ -99,11 +101,11 @@ func (c *Cache) queueInvalidations(ctx context.Context, p redis.Pipeliner, codes
 // send deletes codes from Redis and announces them to every instance, in
 // one round trip under one deadline. It reports whether Redis took them.
 func (c *Cache) send(ctx context.Context, codes []string) bool {
-	if !c.write.allow() {
+	if !c.write.Breaker().Allow() {
 		c.m.invalidated.WithLabelValues("skipped").Inc()
 		return false
 	}
-	_, err := run(ctx, c.write, func(ctx context.Context, r *redis.Client) ([]redis.Cmder, error) {
+	_, err := sentinel.Run(ctx, c.write, func(ctx context.Context, r *redis.Client) ([]redis.Cmder, error) {
 		return r.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			c.queueInvalidations(ctx, p, codes)
 			return nil
@@ -136,8 +138,8 @@ func (c *Cache) replay(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if !c.write.breaker.IsClosed() && c.write.allow() {
-			run(ctx, c.write, func(ctx context.Context, r *redis.Client) (string, error) { //nolint:errcheck // the breaker records it
+		if !c.write.Breaker().IsClosed() && c.write.Breaker().Allow() {
+			sentinel.Run(ctx, c.write, func(ctx context.Context, r *redis.Client) (string, error) { //nolint:errcheck // the breaker records it
 				return r.Ping(ctx).Result()
 			})
 		}
@@ -195,7 +197,7 @@ func (c *Cache) replayOnce(ctx context.Context) {
 	}
 	// Every replica Sentinel knows must apply the DEL before a record is
 	// done (replicas.go); if the sentinels cannot say, nothing is done.
-	want, werr := c.knownReplicas(ctx)
+	want, werr := c.sentinels.KnownReplicas(ctx)
 	for len(codes) > 0 {
 		batch := codes[:min(sendBatch, len(codes))]
 		codes = codes[len(batch):]
@@ -217,7 +219,7 @@ func (c *Cache) replayOnce(ctx context.Context) {
 // subscription is (re)established, messages may have been missed while it
 // was down, so the whole L1 is dropped: it refills from Redis in moments.
 func (c *Cache) subscribe(ctx context.Context) {
-	ps := c.write.rdb.Subscribe(ctx, invalidationChannel)
+	ps := c.write.Redis().Subscribe(ctx, invalidationChannel)
 	defer ps.Close()
 	ch := ps.ChannelWithSubscriptions(redis.WithChannelHealthCheckInterval(2*time.Second), redis.WithChannelSize(1024))
 	first := true

@@ -6,6 +6,8 @@ import (
 
 	"github.com/maypok86/otter/v2"
 	"github.com/redis/go-redis/v9"
+
+	"shortener/sentinel"
 )
 
 // Create rate limits are shared by every instance through the master, but
@@ -109,7 +111,7 @@ func (c *Cache) Take(key string, rate float64, burst int) {
 	if rate <= 0 {
 		return
 	}
-	if !c.write.breaker.IsClosed() {
+	if !c.write.Breaker().IsClosed() {
 		c.m.limits.WithLabelValues("skipped").Inc()
 		return
 	}
@@ -164,7 +166,7 @@ func (c *Cache) sendTakeBatch(ctx context.Context, batch map[string]*takeCount, 
 	if c.beforeLimitSend != nil {
 		c.beforeLimitSend()
 	}
-	if !c.write.breaker.IsClosed() || !c.write.allow() {
+	if !c.write.Breaker().IsClosed() || !c.write.Breaker().Allow() {
 		c.m.limits.WithLabelValues("skipped").Add(float64(n))
 		return
 	}
@@ -174,7 +176,7 @@ func (c *Cache) sendTakeBatch(ctx context.Context, batch map[string]*takeCount, 
 		keys = append(keys, bucketKey(k))
 		args = append(args, b.interval, b.burst, b.n)
 	}
-	waits, err := run(ctx, c.write, func(ctx context.Context, r *redis.Client) ([]int64, error) {
+	waits, err := sentinel.Run(ctx, c.write, func(ctx context.Context, r *redis.Client) ([]int64, error) {
 		return gcraTake.Run(ctx, r, keys, args...).Int64Slice()
 	})
 	if err != nil || len(waits) != len(order) {

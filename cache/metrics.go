@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"shortener/sentinel"
 )
 
 // metrics counts what each tier of the lookup path did. They are the
@@ -22,8 +24,7 @@ type metrics struct {
 	fills                   *prometheus.CounterVec // result: ok, error, skipped, dropped
 	origin                  *prometheus.CounterVec // result: found, not_found, error (one per query)
 	shared                  prometheus.Counter
-	transitions             *prometheus.CounterVec // breaker, from, to
-	state                   *prometheus.GaugeVec   // breaker
+	breakers                *sentinel.Metrics      // read, write
 	events                  *prometheus.CounterVec // event
 	pending                 prometheus.Gauge
 	invalidated             *prometheus.CounterVec // result: sent, error
@@ -122,14 +123,6 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 			Name: "shortener_mysql_shared_lookups_total",
 			Help: "Lookups that shared another lookup's MySQL query (singleflight).",
 		}),
-		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shortener_breaker_transitions_total",
-			Help: "Circuit breaker state changes; breaker is read (replicas) or write (master).",
-		}, []string{"breaker", "from", "to"}),
-		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "shortener_breaker_state",
-			Help: "Circuit breaker state: 0 closed, 1 open, 2 half-open.",
-		}, []string{"breaker"}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shortener_sentinel_events_total",
 			Help: "Sentinel events acted on: switch_master, odown.",
@@ -148,10 +141,16 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 		}, []string{"result"}),
 	}
 	for _, c := range []prometheus.Collector{m.lookups, m.l1, m.redis, m.redisWait, m.stalls, m.fills, m.origin, m.shared,
-		m.transitions, m.state, m.events, m.pending, m.invalidated, m.limits} {
+		m.events, m.pending, m.invalidated, m.limits} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
+	}
+	var err error
+	m.breakers, err = sentinel.NewMetrics(reg, "shortener_breaker",
+		"the lookup path's Redis breakers: read (replicas) or write (master)", breakerRead, breakerWrite)
+	if err != nil {
+		return nil, err
 	}
 	// Start every series at zero so a scrape shows them before they move.
 	m.l1Hit, m.l1NegHit, m.l1Miss = m.l1.WithLabelValues("hit"), m.l1.WithLabelValues("negative_hit"), m.l1.WithLabelValues("miss")
@@ -163,14 +162,6 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 	}
 	for _, r := range []string{"found", "not_found", "error"} {
 		m.origin.WithLabelValues(r)
-	}
-	for _, b := range []string{breakerRead, breakerWrite} {
-		m.state.WithLabelValues(b)
-		// The transitions a breaker makes, so that dashboards and alerts
-		// over them have a series before the first failover.
-		for _, t := range [][2]string{{"closed", "open"}, {"open", "half-open"}, {"half-open", "closed"}, {"half-open", "open"}} {
-			m.transitions.WithLabelValues(b, t[0], t[1])
-		}
 	}
 	for _, e := range []string{"switch_master", "odown"} {
 		m.events.WithLabelValues(e)

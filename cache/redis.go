@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"shortener"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/failsafe-go/failsafe-go/circuitbreaker"
 	"github.com/redis/go-redis/v9"
+
+	"shortener/sentinel"
 )
 
 // Breaker and role names, used in metrics and logs.
@@ -19,86 +19,7 @@ const (
 	breakerRead  = "read"  // lookups, served by the replicas
 	breakerWrite = "write" // fills, deletes and messages, sent to the master
 	roleReplica  = "replica"
-	roleMaster   = "master"
 )
-
-// node is one route into the Sentinel group (the master, or the replicas)
-// with its own breaker: a dead master must not stop lookups that the
-// replicas can answer, and a dead replica must not stop fills.
-type node struct {
-	name    string
-	rdb     *redis.Client
-	breaker circuitbreaker.CircuitBreaker[any]
-	timeout time.Duration
-}
-
-// newNode builds a failover client for the master, or for the replicas when
-// replicas is set. go-redis asks the sentinels for the address at every
-// dial; for replicas it picks a random one the sentinels consider healthy
-// and falls back to the master when they list none.
-func newNode(name string, cfg Config, replicas bool, m *metrics, log *slog.Logger) *node {
-	n := &node{name: name, timeout: cfg.Timeout}
-	n.rdb = redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName:       cfg.MasterName,
-		SentinelAddrs:    cfg.SentinelAddrs,
-		Password:         cfg.Password,
-		SentinelPassword: cfg.SentinelPassword,
-		ReplicaOnly:      replicas,
-		// One deadline per call, enforced on the socket: a breaker or a
-		// timeout wrapper alone cannot unblock a read on a frozen master.
-		ContextTimeoutEnabled: true,
-		DialTimeout:           cfg.Timeout,
-		ReadTimeout:           cfg.Timeout,
-		WriteTimeout:          cfg.Timeout,
-		PoolTimeout:           cfg.Timeout,
-		// No retries: a retry would make one lookup wait several deadlines.
-		MaxRetries:    -1,
-		DialerRetries: 1,
-		PoolSize:      cfg.PoolSize,
-		MinIdleConns:  2,
-	})
-	n.breaker = circuitbreaker.NewBuilder[any]().
-		WithFailureThresholdRatio(cfg.BreakerFailures, cfg.BreakerWindow).
-		WithDelay(cfg.BreakerDelay).
-		WithSuccessThreshold(cfg.BreakerSuccesses).
-		OnStateChanged(func(e circuitbreaker.StateChangedEvent) {
-			m.transitions.WithLabelValues(name, e.OldState.String(), e.NewState.String()).Inc()
-			m.state.WithLabelValues(name).Set(float64(e.NewState))
-			level := slog.LevelWarn
-			if e.NewState == circuitbreaker.ClosedState {
-				level = slog.LevelInfo
-			}
-			// e.Metrics() is not read here: failsafe-go v0.9.8 hands the
-			// listener stats that other goroutines keep writing (the race
-			// detector reports it), so the log names the states only.
-			log.Log(context.Background(), level, "redis breaker state changed", "breaker", name,
-				"from", e.OldState.String(), "to", e.NewState.String())
-		}).
-		Build()
-	return n
-}
-
-// allow reports whether the breaker lets a call through now; a true
-// answer must be followed by exactly one call to run.
-func (n *node) allow() bool { return n.breaker.TryAcquirePermit() }
-
-// run executes one command under its own deadline and records the outcome
-// in the breaker. The deadline is detached from the caller's cancellation:
-// a client that hangs up must not count against Redis.
-func run[T any](ctx context.Context, n *node, fn func(context.Context, *redis.Client) (T, error)) (T, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.timeout)
-	defer cancel()
-	v, err := fn(ctx, n.rdb)
-	if err == nil || errors.Is(err, redis.Nil) {
-		n.breaker.RecordSuccess()
-	} else {
-		n.breaker.RecordFailure()
-	}
-	return v, err
-}
-
-// state names the breaker's state: closed, open or half-open.
-func (n *node) state() string { return n.breaker.State().String() }
 
 // Links in Redis: one string per code, under key(code), written by
 // setLink and read by lookupRedis, in the format of encode.
@@ -136,11 +57,11 @@ return written
 // lookupRedis reads code from a replica, when the read breaker allows it;
 // fromRedis counts the outcome.
 func (c *Cache) lookupRedis(ctx context.Context, code string) (shortener.Link, string) {
-	if !c.read.allow() {
+	if !c.read.Breaker().Allow() {
 		return shortener.Link{}, resultSkipped
 	}
 	began := time.Now()
-	val, err := run(ctx, c.read, func(ctx context.Context, r *redis.Client) (string, error) {
+	val, err := sentinel.Run(ctx, c.read, func(ctx context.Context, r *redis.Client) (string, error) {
 		return r.Get(ctx, key(code)).Result()
 	})
 	c.m.redisWait.Observe(time.Since(began).Seconds())
@@ -161,11 +82,12 @@ func (c *Cache) lookupRedis(ctx context.Context, code string) (shortener.Link, s
 	return l, resultHit
 }
 
-// setLinks writes links to the master, each for ttl(l), except those
+// setLinks writes links to the master (the caller holds a permit of the
+// write breaker), each for ttl(l), except those
 // with a tombstone, in one script call (EVALSHA; EVAL once after a new
 // master), announcing on the invalidation channel the codes that announce
 // holds true (nil: none). It returns how many it wrote.
-func (n *node) setLinks(ctx context.Context, links []shortener.Link, ttl func(shortener.Link) time.Duration, announce map[string]bool) (int, error) {
+func (c *Cache) setLinks(ctx context.Context, links []shortener.Link, ttl func(shortener.Link) time.Duration, announce map[string]bool) (int, error) {
 	keys := make([]string, 0, 2*len(links))
 	args := make([]any, 0, 1+3*len(links))
 	args = append(args, invalidationChannel)
@@ -177,7 +99,7 @@ func (n *node) setLinks(ctx context.Context, links []shortener.Link, ttl func(sh
 		keys = append(keys, key(l.Code), tombKey(l.Code))
 		args = append(args, encode(l), max(1, ttl(l).Milliseconds()), code)
 	}
-	written, err := run(ctx, n, func(ctx context.Context, r *redis.Client) (int64, error) {
+	written, err := sentinel.Run(ctx, c.write, func(ctx context.Context, r *redis.Client) (int64, error) {
 		return fillScript.Run(ctx, r, keys, args...).Int64()
 	})
 	return int(written), err

@@ -2,11 +2,11 @@ package cache
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"shortener/sentinel"
 )
 
 // A node that may hold data older than a delete must never answer a read
@@ -21,22 +21,6 @@ import (
 // is down keeps its deletes pending until it is back and synced; one
 // removed for good must be forgotten by Sentinel (SENTINEL RESET).
 
-// knownReplicas asks the sentinels, one after another, how many replicas
-// the master has, counting those that are down.
-func (c *Cache) knownReplicas(ctx context.Context) (int, error) {
-	var errs []error
-	for _, sc := range c.sentinels {
-		ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout*4)
-		replicas, err := sc.Replicas(ctx, c.cfg.MasterName).Result()
-		cancel()
-		if err == nil {
-			return len(replicas), nil
-		}
-		errs = append(errs, err)
-	}
-	return 0, fmt.Errorf("known replicas: %w", errors.Join(errs...))
-}
-
 // sendAndWait deletes codes from Redis and announces them, like send, and
 // then waits (briefly) for the replicas to acknowledge: it reports whether
 // Redis took them and whether all want replicas applied them.
@@ -48,15 +32,15 @@ func (c *Cache) knownReplicas(ctx context.Context) (int, error) {
 // every replay fail on a busy machine while a replica was away, which
 // opened the write breaker for fills and deletes too.
 func (c *Cache) sendAndWait(ctx context.Context, codes []string, want int) (sent, applied bool) {
-	if !c.write.allow() {
+	if !c.write.Breaker().Allow() {
 		c.m.invalidated.WithLabelValues("skipped").Inc()
 		return false, false
 	}
 	// One connection for both: WAIT counts the writes of its own
 	// connection.
-	conn := c.write.rdb.Conn()
+	conn := c.write.Redis().Conn()
 	defer conn.Close()
-	_, err := run(ctx, c.write, func(ctx context.Context, _ *redis.Client) ([]redis.Cmder, error) {
+	_, err := sentinel.Run(ctx, c.write, func(ctx context.Context, _ *redis.Client) ([]redis.Cmder, error) {
 		return conn.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			c.queueInvalidations(ctx, p, codes)
 			return nil
@@ -73,8 +57,8 @@ func (c *Cache) sendAndWait(ctx context.Context, codes []string, want int) (sent
 	}
 	// The replicas get half a deadline (on a healthy link they answer
 	// within a millisecond or two); the call gets a whole one on top.
-	wait := max(time.Millisecond, c.cfg.Timeout/2)
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait+c.cfg.Timeout)
+	wait := max(time.Millisecond, c.cfg.Redis.Timeout/2)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait+c.cfg.Redis.Timeout)
 	defer cancel()
 	acked, err := conn.Do(wctx, "WAIT", want, wait.Milliseconds()).Int64()
 	if err != nil {
@@ -82,16 +66,4 @@ func (c *Cache) sendAndWait(ctx context.Context, codes []string, want int) (sent
 		return true, false
 	}
 	return true, acked >= int64(want)
-}
-
-func newSentinelClients(cfg Config) []*redis.SentinelClient {
-	var out []*redis.SentinelClient
-	for _, addr := range cfg.SentinelAddrs {
-		out = append(out, redis.NewSentinelClient(&redis.Options{
-			Addr: addr, Password: cfg.SentinelPassword, DialTimeout: cfg.Timeout * 4,
-			ReadTimeout: cfg.Timeout * 4, WriteTimeout: cfg.Timeout * 4, MaxRetries: -1, PoolSize: 2,
-			ConnMaxIdleTime: time.Minute,
-		}))
-	}
-	return out
 }

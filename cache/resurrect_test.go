@@ -123,7 +123,7 @@ func TestCreateDoesNotWaitOnRedis(t *testing.T) {
 		t.Errorf("queue %d, dropped %v; want %d queued and the rest dropped", len(c.fills), count(c.m.fills, "dropped"), fillQueue)
 	}
 	c2 := newOfflineCache(t, testLinks(1), testConfig())
-	c2.write.breaker.Open()
+	c2.write.Breaker().Open()
 	c2.Add(context.Background(), l)
 	if len(c2.fills) != 0 {
 		t.Errorf("with the write breaker open, %d fills were queued; want them dropped", len(c2.fills))
@@ -142,7 +142,7 @@ func TestCreateReachesOtherInstances(t *testing.T) {
 	// packages side by side, under -race) loses its announcement by
 	// design, which with the hour-long negative entries below would
 	// fail the test for the machine's sake (seen once in CI).
-	slow := func(c *Config) { c.L1NegativeTTL, c.Timeout = time.Hour, time.Second }
+	slow := func(c *Config) { c.L1NegativeTTL, c.Redis.Timeout = time.Hour, time.Second }
 	a, _, s := newTestCache(t, testConfig(slow))
 	origin := &lockedOrigin{links: map[string]shortener.Link{}}
 	a.origin = origin
@@ -255,11 +255,11 @@ func takeAndWait(t *testing.T, c *Cache, key string, rate float64, burst int) (b
 func TestTakeIsShared(t *testing.T) {
 	// A long deadline: this test counts admissions, and a count that
 	// timed out on a busy machine would be missing from the budget.
-	cfg := testConfig(func(c *Config) { c.Timeout = 2 * time.Second })
+	cfg := testConfig(func(c *Config) { c.Redis.Timeout = 2 * time.Second })
 	a, _, s := newTestCache(t, cfg)
 	b, err := New(testConfig(func(c *Config) {
 		onStack(c, s)
-		c.Timeout = cfg.Timeout
+		c.Redis.Timeout = cfg.Redis.Timeout
 	}), testLinks(1), &fakeOutbox{}, quietLog(), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +299,7 @@ func TestTakeIsShared(t *testing.T) {
 func TestCreateLimitDoesNotWaitOnAFrozenMaster(t *testing.T) {
 	stalled, release := make(chan struct{}), make(chan struct{})
 	var hold atomic.Bool
-	c, _, s := newTestCacheHooked(t, testConfig(func(c *Config) { c.Timeout = time.Second }), func(c *Cache) {
+	c, _, s := newTestCacheHooked(t, testConfig(func(c *Config) { c.Redis.Timeout = time.Second }), func(c *Cache) {
 		c.beforeLimitSend = func() {
 			if hold.Load() {
 				stalled <- struct{}{}

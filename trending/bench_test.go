@@ -15,9 +15,8 @@ import (
 // not move it.
 func BenchmarkTop(b *testing.B) {
 	cfg := Config{
-		MasterName: "shortener", SentinelAddrs: []string{"127.0.0.1:1"}, Node: "bench", Prefix: "b:",
-		Timeout: 50 * time.Millisecond, PoolSize: 1, BreakerFailures: 5, BreakerWindow: 10,
-		BreakerDelay: time.Second, BreakerSuccesses: 3, Tick: 200 * time.Millisecond, Refresh: time.Second,
+		Redis: offlineRedis(), Node: "bench", Prefix: "b:",
+		Tick: 200 * time.Millisecond, Refresh: time.Second,
 		Capacity: 1_000, MaxQueued: 1_000,
 	}
 	r, err := New(cfg, &links{}, time.Now, quietLog(), prometheus.NewRegistry())

@@ -46,8 +46,9 @@ func TestDistinctPairs(t *testing.T) {
 // clicks of 150 people put their link first, and bots count for nothing.
 // Redis is unreachable here: the answers are the local ones.
 func TestOneClientIsNotATrend(t *testing.T) {
-	cfg := Config{MasterName: "none", SentinelAddrs: []string{"127.0.0.1:1"}, Timeout: 50 * time.Millisecond, PoolSize: 1,
-		BreakerFailures: 1, BreakerWindow: 1, BreakerDelay: time.Hour, BreakerSuccesses: 1, Node: "n1", Prefix: "t:",
+	rc := offlineRedis()
+	rc.BreakerFailures, rc.BreakerWindow, rc.BreakerDelay, rc.BreakerSuccesses = 1, 1, time.Hour, 1
+	cfg := Config{Redis: rc, Node: "n1", Prefix: "t:",
 		Tick: time.Second, Refresh: time.Second, Capacity: 100, MaxQueued: 1000, MinClients: 5}
 	c := &clock{t: time.Date(2026, 12, 5, 12, 0, 10, 0, time.UTC)}
 	r := newRanking(t, cfg, &links{}, c.now)

@@ -4,31 +4,24 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"shortener/sentinel"
 )
 
 // metrics are what the chaos runs and tests read to see trending's state.
 type metrics struct {
-	state       prometheus.Gauge
-	transitions *prometheus.CounterVec // from, to
-	batches     *prometheus.CounterVec // result: applied, duplicate, error
-	queued      prometheus.Gauge
-	dropped     prometheus.Counter
-	local       prometheus.Gauge
-	removed     prometheus.Counter
-	setAside    prometheus.Counter
-	ignored     *prometheus.CounterVec // reason: bot, repeat, overflow
+	breaker  *sentinel.Metrics
+	batches  *prometheus.CounterVec // result: applied, duplicate, error
+	queued   prometheus.Gauge
+	dropped  prometheus.Counter
+	local    prometheus.Gauge
+	removed  prometheus.Counter
+	setAside prometheus.Counter
+	ignored  *prometheus.CounterVec // reason: bot, repeat, overflow
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
-		state: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "shortener_trending_breaker_state",
-			Help: "Trending's Redis breaker: 0 closed, 1 open, 2 half-open.",
-		}),
-		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shortener_trending_breaker_transitions_total",
-			Help: "Trending breaker state changes.",
-		}, []string{"from", "to"}),
 		batches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shortener_trending_batches_total",
 			Help: "Click batches sent to Redis's trending sets, by result: applied, duplicate (already applied: a replay), error.",
@@ -65,10 +58,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	for _, r := range []string{"bot", "repeat", "overflow"} {
 		m.ignored.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{m.state, m.transitions, m.batches, m.queued, m.dropped, m.local, m.removed, m.setAside, m.ignored} {
+	for _, c := range []prometheus.Collector{m.batches, m.queued, m.dropped, m.local, m.removed, m.setAside, m.ignored} {
 		if err := reg.Register(c); err != nil {
 			return nil, errors.Join(errors.New("register trending metrics"), err)
 		}
+	}
+	// One breaker, so no breaker label: shortener_trending_breaker_state
+	// and shortener_trending_breaker_transitions_total{from,to}.
+	var err error
+	if m.breaker, err = sentinel.NewMetrics(reg, "shortener_trending_breaker", "trending's Redis breaker"); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

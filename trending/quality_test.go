@@ -141,7 +141,7 @@ func runQuality(t *testing.T, s *stack.Stack, exp float64, nLinks, rate int) *qu
 	var rs []*Ranking
 	for i := range qInstances {
 		cfg := stackConfig(s, fmt.Sprintf("app%d", i+1))
-		cfg.Prefix, cfg.BreakerDelay, cfg.Timeout = prefix, time.Hour, time.Second
+		cfg.Prefix, cfg.Redis.BreakerDelay, cfg.Redis.Timeout = prefix, time.Hour, time.Second
 		rs = append(rs, newRanking(t, cfg, &links{}, clk.now))
 	}
 	r0 := rs[0]
@@ -175,12 +175,12 @@ func runQuality(t *testing.T, s *stack.Stack, exp float64, nLinks, rate int) *qu
 		now = clk.now()
 		if now.Equal(outageAt) {
 			for _, r := range rs {
-				r.breaker.Open()
+				r.master.Breaker().Open()
 			}
 		}
 		if now.Equal(recoverAt) {
 			for _, r := range rs {
-				r.breaker.Close()
+				r.master.Breaker().Close()
 			}
 		}
 		for _, r := range rs {

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
+	"shortener/sentinel"
 	"shortener/stack"
 	"shortener/stack/stacktest"
 )
@@ -85,22 +86,35 @@ func (c *clock) add(d time.Duration) {
 // a stack do not see each other's keys.
 func stackConfig(s *stack.Stack, node string) Config {
 	return Config{
-		MasterName:       s.MasterName(),
-		SentinelAddrs:    s.SentinelAddrs(),
-		Password:         s.RedisPassword(),
-		SentinelPassword: s.SentinelPassword(),
-		Timeout:          50 * time.Millisecond,
-		PoolSize:         4,
-		BreakerFailures:  5,
-		BreakerWindow:    10,
-		BreakerDelay:     time.Second,
-		BreakerSuccesses: 3,
-		Node:             node,
-		Prefix:           fmt.Sprintf("t%d:", time.Now().UnixNano()),
-		Tick:             200 * time.Millisecond,
-		Refresh:          time.Second,
-		Capacity:         1_000,
-		MaxQueued:        1_000_000,
+		Redis: sentinel.Config{
+			MasterName:       s.MasterName(),
+			SentinelAddrs:    s.SentinelAddrs(),
+			Password:         s.RedisPassword(),
+			SentinelPassword: s.SentinelPassword(),
+			Timeout:          50 * time.Millisecond,
+			PoolSize:         4,
+			BreakerFailures:  5,
+			BreakerWindow:    10,
+			BreakerDelay:     time.Second,
+			BreakerSuccesses: 3,
+		},
+		Node:      node,
+		Prefix:    fmt.Sprintf("t%d:", time.Now().UnixNano()),
+		Tick:      200 * time.Millisecond,
+		Refresh:   time.Second,
+		Capacity:  1_000,
+		MaxQueued: 1_000_000,
+	}
+}
+
+// offlineRedis is a complete sentinel.Config, the configuration's
+// defaults but for the Sentinel address: a closed port, so that every
+// Redis call fails at once and the answers are the local ones.
+func offlineRedis() sentinel.Config {
+	return sentinel.Config{
+		MasterName: "shortener", SentinelAddrs: []string{"127.0.0.1:1"},
+		Timeout: 50 * time.Millisecond, PoolSize: 1,
+		BreakerFailures: 5, BreakerWindow: 10, BreakerDelay: time.Second, BreakerSuccesses: 3,
 	}
 }
 
@@ -123,7 +137,7 @@ func redisCounts(tb testing.TB, r *Ranking, w string, now time.Time) map[string]
 	first := win.first(now)
 	out := map[string]uint64{}
 	for b := first; b < first+win.buckets; b++ {
-		zs, err := r.rdb.ZRangeWithScores(context.Background(), win.res.key(r.cfg.Prefix, b), 0, -1).Result()
+		zs, err := r.master.Redis().ZRangeWithScores(context.Background(), win.res.key(r.cfg.Prefix, b), 0, -1).Result()
 		if err != nil {
 			tb.Fatalf("read %s: %v", w, err)
 		}
@@ -145,14 +159,14 @@ func TestMergeBackExactlyOnceAcrossCrash(t *testing.T) {
 	clk := &clock{t: time.Date(2026, 12, 3, 12, 0, 30, 0, time.UTC)}
 	cfg := stackConfig(s, "app1")
 	cfg.Spool = filepath.Join(t.TempDir(), "trending.spool")
-	cfg.BreakerDelay = time.Hour // the test opens and closes it
+	cfg.Redis.BreakerDelay = time.Hour // the test opens and closes it
 	// The first call dials through the Sentinels and loads the script;
 	// on a loaded machine under -race that can pass 50 ms, and this test
 	// is about exactly-once, not deadlines.
-	cfg.Timeout = 2 * time.Second
+	cfg.Redis.Timeout = 2 * time.Second
 
 	r1 := newRanking(t, cfg, &links{}, clk.now)
-	r1.breaker.Open()
+	r1.master.Breaker().Open()
 	// 1,500 link-minutes: three batches.
 	want := map[string]uint64{}
 	for m := range 5 {
@@ -178,7 +192,7 @@ func TestMergeBackExactlyOnceAcrossCrash(t *testing.T) {
 	// Redis is back; the merge starts, then the instance dies: one batch
 	// applied and acknowledged, the second applied with its reply lost,
 	// and the spool (written before the merge) never updated.
-	r1.breaker.Close()
+	r1.master.Breaker().Close()
 	if err := r1.apply(ctx, r1.q.head()); err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +242,7 @@ func TestOutage(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := stackConfig(s, "app1")
 	cfg.Tick, cfg.Refresh = 20*time.Millisecond, 100*time.Millisecond
-	cfg.BreakerDelay = 200 * time.Millisecond
+	cfg.Redis.BreakerDelay = 200 * time.Millisecond
 	res := &links{}
 	r := newRanking(t, cfg, res, time.Now)
 	done := make(chan error, 1)
@@ -347,12 +361,12 @@ func TestReadLargeWindow(t *testing.T) {
 			n := 1_000_000/(i+1) + (i*7919+int(b)*104729)%97
 			members[i] = redis.Z{Member: fmt.Sprintf("l%d", i), Score: float64(n)}
 		}
-		if err := r.rdb.ZAdd(ctx, w.res.key(r.cfg.Prefix, b), members...).Err(); err != nil {
+		if err := r.master.Redis().ZAdd(ctx, w.res.key(r.cfg.Prefix, b), members...).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	unions := func() string {
-		stats, err := r.rdb.Info(ctx, "commandstats").Result()
+		stats, err := r.master.Redis().Info(ctx, "commandstats").Result()
 		if err != nil {
 			t.Fatal(err)
 		}

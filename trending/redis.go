@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"time"
 
-	"github.com/failsafe-go/failsafe-go/circuitbreaker"
 	"github.com/redis/go-redis/v9"
+
+	"shortener/sentinel"
 )
 
 // fetch is how many ranked codes a refresh reads per window: the 100 an
@@ -44,57 +44,24 @@ return 1
 // touches expired buckets (load drops such batches anyway).
 const markTTL = 27 * time.Hour
 
-// newClient builds the Sentinel failover client of the master: the
-// increments write, and a read must see them (replicas lag). Deadlines as in cache: per call, on the socket,
-// no retries.
-func newClient(cfg Config) *redis.Client {
-	return redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName:            cfg.MasterName,
-		SentinelAddrs:         cfg.SentinelAddrs,
-		Password:              cfg.Password,
-		SentinelPassword:      cfg.SentinelPassword,
-		ContextTimeoutEnabled: true,
-		DialTimeout:           cfg.Timeout,
-		ReadTimeout:           cfg.Timeout,
-		WriteTimeout:          cfg.Timeout,
-		PoolTimeout:           cfg.Timeout,
-		MaxRetries:            -1,
-		DialerRetries:         1,
-		PoolSize:              cfg.PoolSize,
-		MinIdleConns:          1,
-	})
-}
+// breakerName names trending's breaker in the logs (its metrics have no
+// breaker label: they are trending's alone).
+const breakerName = "trending"
 
-// newBreaker is trending's own breaker: a sick trending path must not
-// open the lookup path's breakers, nor the other way round.
-func newBreaker(cfg Config, m *metrics, log *slog.Logger) circuitbreaker.CircuitBreaker[any] {
-	return circuitbreaker.NewBuilder[any]().
-		WithFailureThresholdRatio(cfg.BreakerFailures, cfg.BreakerWindow).
-		WithDelay(cfg.BreakerDelay).
-		WithSuccessThreshold(cfg.BreakerSuccesses).
-		OnStateChanged(func(e circuitbreaker.StateChangedEvent) {
-			m.transitions.WithLabelValues(e.OldState.String(), e.NewState.String()).Inc()
-			m.state.Set(float64(e.NewState))
-			log.Info("trending breaker state changed", "from", e.OldState.String(), "to", e.NewState.String())
-		}).
-		Build()
-}
-
-// call runs one Redis command under its own deadline, detached from the
-// caller's cancellation, when the breaker allows it, and records the
-// outcome. errOpen means it was not sent.
-func (r *Ranking) call(ctx context.Context, fn func(context.Context) error) error {
-	if !r.breaker.TryAcquirePermit() {
+// call runs one Redis command on the master under its own deadline,
+// detached from the caller's cancellation, when the breaker allows it,
+// and records the outcome. A miss (redis.Nil) is no error here; errOpen
+// means it was not sent.
+func (r *Ranking) call(ctx context.Context, fn func(context.Context, *redis.Client) error) error {
+	if !r.master.Breaker().Allow() {
 		return errOpen
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.Timeout)
-	defer cancel()
-	err := fn(ctx)
-	if err == nil || errors.Is(err, redis.Nil) {
-		r.breaker.RecordSuccess()
+	_, err := sentinel.Run(ctx, r.master, func(ctx context.Context, rdb *redis.Client) (struct{}, error) {
+		return struct{}{}, fn(ctx, rdb)
+	})
+	if errors.Is(err, redis.Nil) {
 		return nil
 	}
-	r.breaker.RecordFailure()
 	return err
 }
 
@@ -134,9 +101,9 @@ func (r *Ranking) apply(ctx context.Context, b *batch) error {
 	}
 	b.Sent = true
 	var fresh int64
-	err := r.call(ctx, func(ctx context.Context) error {
+	err := r.call(ctx, func(ctx context.Context, rdb *redis.Client) error {
 		var err error
-		fresh, err = applyScript.Run(ctx, r.rdb, keys, args...).Int64()
+		fresh, err = applyScript.Run(ctx, rdb, keys, args...).Int64()
 		return err
 	})
 	if err == nil {
@@ -179,9 +146,9 @@ func (r *Ranking) read(ctx context.Context, w window, now time.Time) (ranked, er
 		keys = append(keys, w.res.key(r.cfg.Prefix, b))
 	}
 	var counts []Count
-	err := r.call(ctx, func(ctx context.Context) error {
+	err := r.call(ctx, func(ctx context.Context, rdb *redis.Client) error {
 		tops := make([]*redis.ZSliceCmd, len(keys))
-		_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, k := range keys {
 				tops[i] = p.ZRevRangeWithScores(ctx, k, 0, depth-1)
 			}
@@ -211,7 +178,7 @@ func (r *Ranking) read(ctx context.Context, w window, now time.Time) (ranked, er
 			codes[i] = c.Key
 		}
 		scores := make([]*redis.FloatSliceCmd, len(keys))
-		_, err = r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, err = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, k := range keys {
 				scores[i] = p.ZMScore(ctx, k, codes...)
 			}
@@ -246,9 +213,9 @@ func (r *Ranking) totals(ctx context.Context, first, last int64) (uint64, error)
 		keys = append(keys, totalKey(r.cfg.Prefix, m))
 	}
 	var vals []any
-	err := r.call(ctx, func(ctx context.Context) error {
+	err := r.call(ctx, func(ctx context.Context, rdb *redis.Client) error {
 		var err error
-		vals, err = r.rdb.MGet(ctx, keys...).Result()
+		vals, err = rdb.MGet(ctx, keys...).Result()
 		return err
 	})
 	if err != nil {
@@ -271,8 +238,8 @@ func (r *Ranking) remove(ctx context.Context, codes []string, now time.Time) err
 	for i, c := range codes {
 		members[i] = c
 	}
-	return r.call(ctx, func(ctx context.Context) error {
-		_, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+	return r.call(ctx, func(ctx context.Context, rdb *redis.Client) error {
+		_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, w := range windows() {
 				live := int64(w.res.ttl / w.res.width)
 				last := w.res.bucket(now)

@@ -19,21 +19,14 @@ import (
 // to Redis lazily, and these tests never run the loop.
 func spoolConfig(spool string) Config {
 	return Config{
-		MasterName:       "shortener",
-		SentinelAddrs:    []string{"127.0.0.1:1"},
-		Timeout:          50 * time.Millisecond,
-		PoolSize:         1,
-		BreakerFailures:  5,
-		BreakerWindow:    10,
-		BreakerDelay:     time.Second,
-		BreakerSuccesses: 3,
-		Node:             "n1",
-		Prefix:           KeyPrefix,
-		Spool:            spool,
-		Tick:             time.Second,
-		Refresh:          time.Second,
-		Capacity:         10,
-		MaxQueued:        1_000,
+		Redis:     offlineRedis(),
+		Node:      "n1",
+		Prefix:    KeyPrefix,
+		Spool:     spool,
+		Tick:      time.Second,
+		Refresh:   time.Second,
+		Capacity:  10,
+		MaxQueued: 1_000,
 	}
 }
 

@@ -13,9 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/failsafe-go/failsafe-go/circuitbreaker"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
+
+	"shortener/sentinel"
 )
 
 // Resolver looks a code up through the lookup path, so a ranked link that
@@ -26,22 +26,12 @@ type Resolver interface {
 
 // Config tunes the ranking, its Redis client and its breaker.
 type Config struct {
-	MasterName    string
-	SentinelAddrs []string
-	Password      string // of the Redis nodes
-	// SentinelPassword is the sentinels' (their requirepass).
-	SentinelPassword string
-	// Timeout is the deadline of each Redis call; PoolSize bounds the
-	// client's connections.
-	Timeout  time.Duration
-	PoolSize int
-	// The breaker opens when BreakerFailures of the last BreakerWindow
-	// calls failed, stays open BreakerDelay, then closes after
-	// BreakerSuccesses good trial calls.
-	BreakerFailures  uint
-	BreakerWindow    uint
-	BreakerDelay     time.Duration
-	BreakerSuccesses uint
+	// Redis is the Sentinel group and the breaker's tuning. The ranking
+	// has a client of the master (the increments write, and a read must
+	// see them: replicas lag) and a breaker of its own: a sick trending
+	// path must not open the lookup path's breakers, nor the other way
+	// round.
+	Redis sentinel.Config
 
 	// Node names this instance in Redis (its batches' sequence mark); it
 	// must be distinct per live instance and kept across restarts.
@@ -78,19 +68,14 @@ const batchSlots = 500
 // validate names every missing or impossible value; the defaults are the
 // configuration's (cmd/shortener), not this package's.
 func (c Config) validate() error {
-	var errs []error
+	errs := []error{c.Redis.Validate()}
 	need := func(ok bool, what string) {
 		if !ok {
 			errs = append(errs, errors.New(what))
 		}
 	}
-	need(c.MasterName != "" && len(c.SentinelAddrs) > 0, "master name and sentinel addresses are required")
 	need(c.Node != "", "node is required")
 	need(c.Prefix != "", "key prefix is required")
-	need(c.Timeout > 0, "timeout must be positive")
-	need(c.PoolSize > 0, "pool size must be positive")
-	need(c.BreakerFailures > 0 && c.BreakerWindow >= c.BreakerFailures, "breaker: need 1 <= failures <= window")
-	need(c.BreakerDelay > 0 && c.BreakerSuccesses > 0, "breaker: delay and successes must be positive")
 	need(c.Tick > 0 && c.Refresh >= c.Tick, "need 0 < tick <= refresh")
 	need(c.Capacity > 0 && c.MaxQueued > 0, "top-K capacity and queue bound must be positive")
 	return errors.Join(errs...)
@@ -100,13 +85,12 @@ func (c Config) validate() error {
 // queries from memory. Observe and Top are safe for concurrent use; Run
 // must be running for clicks to reach Redis and answers to move.
 type Ranking struct {
-	cfg     Config
-	rdb     *redis.Client
-	breaker circuitbreaker.CircuitBreaker[any]
-	res     Resolver
-	now     func() time.Time
-	log     *slog.Logger
-	m       *metrics
+	cfg    Config
+	master *sentinel.Client
+	res    Resolver
+	now    func() time.Time
+	log    *slog.Logger
+	m      *metrics
 
 	inMu  sync.Mutex
 	inbox map[slot]uint64
@@ -139,7 +123,7 @@ func New(cfg Config, res Resolver, now func() time.Time, log *slog.Logger, reg p
 	}
 	r := &Ranking{
 		cfg:      cfg,
-		rdb:      newClient(cfg),
+		master:   sentinel.NewClient(cfg.Redis, sentinel.Master, sentinel.NewBreaker(cfg.Redis, breakerName, m.breaker, log)),
 		res:      res,
 		now:      now,
 		log:      log,
@@ -155,7 +139,6 @@ func New(cfg Config, res Resolver, now func() time.Time, log *slog.Logger, reg p
 	for i := range r.overlay {
 		r.overlay[i] = map[int64]*TopK{}
 	}
-	r.breaker = newBreaker(cfg, m, log)
 	// The spool is a convenience, not the record (clicks are in the click
 	// journal and MySQL): a spool that cannot be replayed, say one a power
 	// loss cut short, costs trending its outage clicks and must not keep
@@ -187,7 +170,7 @@ const (
 )
 
 // Close closes the Redis client; Run must have returned.
-func (r *Ranking) Close() error { return r.rdb.Close() }
+func (r *Ranking) Close() error { return r.master.Close() }
 
 // Observe counts clicks. It only adds them to an in-memory inbox, so the
 // click journal's writer never waits on Redis. Bots are left out, and a
@@ -347,7 +330,7 @@ func (r *Ranking) flush(ctx context.Context) {
 // and its breaker is closed: only then may its counts be read and the
 // overlays be reset.
 func (r *Ranking) healthy() bool {
-	return r.q.head() == nil && r.breaker.IsClosed()
+	return r.q.head() == nil && r.master.Breaker().IsClosed()
 }
 
 // publish recomputes every window's answer: from a fresh Redis read when

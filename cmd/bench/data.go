@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"shortener/cache"
+	"shortener/sentinel"
 	"shortener/stack"
 	"shortener/store"
 )
@@ -122,11 +123,14 @@ func newRedisTier(s *stack.Stack, st *store.Store) (*redisTier, error) {
 	// not open on a few slow calls of a busy machine, since this fills a
 	// cache ahead of a measurement, and no lookup waits on it.
 	c, err := cache.New(cache.Config{
-		MasterName: s.MasterName(), SentinelAddrs: s.SentinelAddrs(),
-		Password: s.RedisPassword(), SentinelPassword: s.SentinelPassword(),
-		Timeout: 2 * time.Second, PoolSize: 64, TTL: 24 * time.Hour,
+		Redis: sentinel.Config{
+			MasterName: s.MasterName(), SentinelAddrs: s.SentinelAddrs(),
+			Password: s.RedisPassword(), SentinelPassword: s.SentinelPassword(),
+			Timeout: 2 * time.Second, PoolSize: 64,
+			BreakerFailures: 1000, BreakerWindow: 1000, BreakerDelay: time.Second, BreakerSuccesses: 1,
+		},
+		TTL:    24 * time.Hour,
 		L1Size: 1, L1TTL: time.Second, L1NegativeTTL: time.Second,
-		BreakerFailures: 1000, BreakerWindow: 1000, BreakerDelay: time.Second, BreakerSuccesses: 1,
 		ReplayInterval: time.Hour, InvalidationGrace: time.Second,
 	}, st, nil, slog.New(slog.DiscardHandler), reg)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"shortener/clicks"
 	"shortener/handler"
 	"shortener/idgen"
+	"shortener/sentinel"
 	"shortener/store"
 	"shortener/trending"
 )
@@ -42,37 +43,13 @@ var (
 	_ clicks.Sink      = (*store.Store)(nil)
 )
 
-// cacheConfig is the cache's part of the configuration. cache.New validates it
-// and has no defaults of its own: they are parseConfig's.
-func (cfg Config) cacheConfig() cache.Config {
-	return cache.Config{
-		MasterName:       cfg.RedisMaster,
-		SentinelAddrs:    cfg.RedisSentinels,
-		Password:         cfg.RedisPassword,
-		SentinelPassword: cfg.SentinelPassword,
-		Timeout:          cfg.RedisTimeout,
-		PoolSize:         cfg.RedisPoolSize,
-		TTL:              cfg.RedisTTL,
-		BreakerFailures:  cfg.BreakerFailures,
-		BreakerWindow:    cfg.BreakerWindow,
-		BreakerDelay:     cfg.BreakerDelay,
-		L1Size:           cfg.L1Size,
-		L1TTL:            cfg.L1TTL,
-		L1NegativeTTL:    cfg.L1NegativeTTL,
-
-		BreakerSuccesses:  cfg.BreakerSuccesses,
-		ReplayInterval:    cfg.InvalidationReplay,
-		InvalidationGrace: cfg.InvalidationGrace,
-	}
-}
-
-// trendingConfig is the ranking's part of the configuration; like the
-// cache, trending.New validates it and has no defaults of its own. It
-// shares the lookup path's Redis settings and breaker tuning, with a
-// breaker of its own. The node name ties this instance's batches to its
-// sequence mark in Redis: node IDs are unique among live instances.
-func (cfg Config) trendingConfig() trending.Config {
-	return trending.Config{
+// redisConfig is how the lookup path and the ranking reach Redis: one
+// Sentinel group, one set of passwords, deadlines and breaker tuning. Each
+// builds clients and breakers of its own from it, so a sick trending path
+// never opens the lookup path's breakers. sentinel.Config validates it and
+// has no defaults of its own: they are parseConfig's.
+func (cfg Config) redisConfig() sentinel.Config {
+	return sentinel.Config{
 		MasterName:       cfg.RedisMaster,
 		SentinelAddrs:    cfg.RedisSentinels,
 		Password:         cfg.RedisPassword,
@@ -83,13 +60,37 @@ func (cfg Config) trendingConfig() trending.Config {
 		BreakerWindow:    cfg.BreakerWindow,
 		BreakerDelay:     cfg.BreakerDelay,
 		BreakerSuccesses: cfg.BreakerSuccesses,
-		Node:             "node-" + strconv.FormatInt(cfg.NodeID, 10),
-		Prefix:           trending.KeyPrefix,
-		Spool:            cfg.TrendingSpool,
-		Tick:             cfg.TrendingTick,
-		Refresh:          cfg.TrendingRefresh,
-		Capacity:         cfg.TrendingTopK,
-		MaxQueued:        cfg.TrendingMaxQueued,
-		MinClients:       cfg.TrendingMinClients,
+	}
+}
+
+// cacheConfig is the cache's part of the configuration. cache.New validates it
+// and has no defaults of its own: they are parseConfig's.
+func (cfg Config) cacheConfig() cache.Config {
+	return cache.Config{
+		Redis:             cfg.redisConfig(),
+		TTL:               cfg.RedisTTL,
+		L1Size:            cfg.L1Size,
+		L1TTL:             cfg.L1TTL,
+		L1NegativeTTL:     cfg.L1NegativeTTL,
+		ReplayInterval:    cfg.InvalidationReplay,
+		InvalidationGrace: cfg.InvalidationGrace,
+	}
+}
+
+// trendingConfig is the ranking's part of the configuration; like the
+// cache, trending.New validates it and has no defaults of its own. The
+// node name ties this instance's batches to its sequence mark in Redis:
+// node IDs are unique among live instances.
+func (cfg Config) trendingConfig() trending.Config {
+	return trending.Config{
+		Redis:      cfg.redisConfig(),
+		Node:       "node-" + strconv.FormatInt(cfg.NodeID, 10),
+		Prefix:     trending.KeyPrefix,
+		Spool:      cfg.TrendingSpool,
+		Tick:       cfg.TrendingTick,
+		Refresh:    cfg.TrendingRefresh,
+		Capacity:   cfg.TrendingTopK,
+		MaxQueued:  cfg.TrendingMaxQueued,
+		MinClients: cfg.TrendingMinClients,
 	}
 }
