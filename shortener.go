@@ -45,6 +45,52 @@ type Link struct {
 	// link, "" for an anonymous create. Only the owner, or an admin key,
 	// may delete the link, read its stats or see it in a listing.
 	Owner string
+	// What the owner can change later (PATCH): when it last did, whether
+	// the link is off (410 until turned on), its tags (sorted, each
+	// 1 to 32 of [a-z0-9_-]), the counted redirects after which it ends
+	// (0: no limit) and its password's bcrypt hash ("": none).
+	UpdatedAt    time.Time
+	Disabled     bool
+	Tags         []string
+	MaxVisits    int64
+	PasswordHash string
+}
+
+// LinkPatch is an edit of a link: a nil field is left as it is.
+type LinkPatch struct {
+	URL          *string
+	Redirect     *int
+	ExpiresAt    *time.Time // the zero time: never expires
+	Disabled     *bool
+	Tags         *[]string
+	MaxVisits    *int64  // 0: no limit
+	PasswordHash *string // "": no password
+}
+
+// Apply returns l with p's fields set.
+func (p LinkPatch) Apply(l Link) Link {
+	if p.URL != nil {
+		l.URL = *p.URL
+	}
+	if p.Redirect != nil {
+		l.Redirect = *p.Redirect
+	}
+	if p.ExpiresAt != nil {
+		l.ExpiresAt = *p.ExpiresAt
+	}
+	if p.Disabled != nil {
+		l.Disabled = *p.Disabled
+	}
+	if p.Tags != nil {
+		l.Tags = *p.Tags
+	}
+	if p.MaxVisits != nil {
+		l.MaxVisits = *p.MaxVisits
+	}
+	if p.PasswordHash != nil {
+		l.PasswordHash = *p.PasswordHash
+	}
+	return l
 }
 
 // Gone reports whether the link no longer redirects at now: it expired or

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"math"
 	"shortener"
+	"strings"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -115,8 +116,9 @@ type execQuerier interface {
 // (shortener.ErrIDTaken, a Snowflake ID issued twice).
 func insertLink(ctx context.Context, db execQuerier, l shortener.Link) error {
 	_, err := db.ExecContext(ctx,
-		"INSERT INTO links (id, code, url, redirect, created_at, expires_at, owner) VALUES (?, ?, ?, ?, ?, ?, ?)",
-		l.ID, l.Code, l.URL, l.Redirect, l.CreatedAt.UTC(), nullTime(l.ExpiresAt), nullString(l.Owner))
+		"INSERT INTO links (id, code, url, redirect, created_at, expires_at, owner, tags, max_visits, password_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		l.ID, l.Code, l.URL, l.Redirect, l.CreatedAt.UTC(), nullTime(l.ExpiresAt), nullString(l.Owner),
+		nullString(joinTags(l.Tags)), nullInt(l.MaxVisits), nullString(l.PasswordHash))
 	var me *mysql.MySQLError
 	switch {
 	case err == nil:
@@ -154,19 +156,22 @@ func (s *Store) Link(ctx context.Context, code string) (shortener.Link, error) {
 }
 
 // linkColumns are the columns scanLink reads, in its order.
-const linkColumns = "id, code, url, redirect, created_at, expires_at, deleted_at, owner"
+const linkColumns = "id, code, url, redirect, created_at, expires_at, deleted_at, owner, updated_at, disabled, tags, max_visits, password_hash"
 
 // scanLink reads one row of linkColumns.
 func scanLink(row interface{ Scan(...any) error }) (shortener.Link, error) {
 	var (
-		l                  shortener.Link
-		expires, deletedAt sql.NullTime
-		owner              sql.NullString
+		l                             shortener.Link
+		expires, deletedAt, updatedAt sql.NullTime
+		owner, tags, password         sql.NullString
+		maxVisits                     sql.NullInt64
 	)
-	if err := row.Scan(&l.ID, &l.Code, &l.URL, &l.Redirect, &l.CreatedAt, &expires, &deletedAt, &owner); err != nil {
+	if err := row.Scan(&l.ID, &l.Code, &l.URL, &l.Redirect, &l.CreatedAt, &expires, &deletedAt, &owner,
+		&updatedAt, &l.Disabled, &tags, &maxVisits, &password); err != nil {
 		return shortener.Link{}, err
 	}
-	l.ExpiresAt, l.DeletedAt, l.Owner = expires.Time, deletedAt.Time, owner.String
+	l.ExpiresAt, l.DeletedAt, l.Owner, l.UpdatedAt = expires.Time, deletedAt.Time, owner.String, updatedAt.Time
+	l.Tags, l.MaxVisits, l.PasswordHash = splitTags(tags.String), maxVisits.Int64, password.String
 	return l, nil
 }
 
@@ -204,6 +209,25 @@ func nullTime(t time.Time) sql.NullTime {
 }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+func nullInt(n int64) sql.NullInt64 { return sql.NullInt64{Int64: n, Valid: n != 0} }
+
+// joinTags is the tags column's form of tags: each between spaces
+// (" a b "), so that LIKE '% a %' finds a tag; "" for none.
+func joinTags(tags []string) string {
+	if len(tags) == 0 {
+		return ""
+	}
+	return " " + strings.Join(tags, " ") + " "
+}
+
+// splitTags reads the tags column; nil for none.
+func splitTags(col string) []string {
+	if strings.TrimSpace(col) == "" {
+		return nil
+	}
+	return strings.Fields(col)
+}
 
 // RedactDSN returns dsn with its password masked, for logs.
 func RedactDSN(dsn string) string {
