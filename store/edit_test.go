@@ -26,7 +26,11 @@ func TestUpdate(t *testing.T) {
 	if got, err := st.Link(ctx, "ed1"); err != nil || !reflect.DeepEqual(got.Tags, l.Tags) {
 		t.Fatalf("created link's tags: %v, %v; want %v", got.Tags, err, l.Tags)
 	}
-	ptr := func(v any) any { r := reflect.New(reflect.TypeOf(v)); r.Elem().Set(reflect.ValueOf(v)); return r.Interface() }
+	ptr := func(v any) any {
+		r := reflect.New(reflect.TypeOf(v))
+		r.Elem().Set(reflect.ValueOf(v))
+		return r.Interface()
+	}
 	later := now.Add(48 * time.Hour)
 	steps := []struct {
 		name  string
