@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/cli"
 )
@@ -14,6 +15,11 @@ import (
 // composeEnv is what compose.yaml needs from its environment.
 var composeEnv = []string{"SHORTENER_DB_PASSWORD=pw", "SHORTENER_CODE_KEY=0123456789abcdef",
 	"SHORTENER_REDIS_PASSWORD=redis_pw", "SHORTENER_SENTINEL_PASSWORD=sentinel_pw"}
+
+// minHealthInterval is how often a healthcheck may run at most: each is
+// a docker exec, about 0.2 s of CPU on a 2-core machine, and ten checks a
+// second starved the containers (docs/chaos finding 20).
+const minHealthInterval = 5 * time.Second
 
 // TestComposeFile loads compose.yaml with compose-go, the Compose
 // Specification's reference loader, and checks what the stack relies on.
@@ -33,6 +39,8 @@ func TestComposeFile(t *testing.T) {
 	for name, s := range p.Services {
 		if s.HealthCheck == nil || len(s.HealthCheck.Test) == 0 {
 			t.Errorf("%s has no healthcheck", name)
+		} else if i := s.HealthCheck.Interval; i == nil || time.Duration(*i) < minHealthInterval {
+			t.Errorf("%s: healthcheck every %v, want %s or longer: each is a docker exec (compose.yaml's x-health)", name, i, minHealthInterval)
 		}
 		for _, port := range s.Ports {
 			if port.HostIP != "127.0.0.1" {
