@@ -13,14 +13,13 @@ build:
 	$(GO) build -o bin/ ./cmd/...
 
 ## test: every test, unit and integration, against real servers; then
-## deploy/'s own module, offline (see deploy-test; the compose stack end
-## to end in Docker is make deploy-e2e, left out of make test while it
-## fails: see docs/chaos finding 20). Sets itself up as make up does:
-## tools/test-deps.sh installs the Debian packages the tests need when
-## any is missing (as root; otherwise it names them).
+## deploy/'s own module with the compose stack end to end in Docker (see
+## deploy-e2e). Sets itself up as make up does: tools/test-deps.sh
+## installs the Debian packages the tests need when any is missing (as
+## root; otherwise it names them).
 test: test-deps vet lint-openapi apiclient-check
 	$(TESTENV) $(GO) test -race -count=1 -timeout 20m $(PKGS)
-	$(MAKE) deploy-test
+	$(MAKE) deploy-e2e
 
 ## test-deps: install what make test needs (servers, Chromium, Docker,
 ## docker-compose, mmdebstrap, promtool, npm) if any is missing.
