@@ -34,6 +34,8 @@ const (
 	CodeKeyReused        = "idempotency_key_reused"
 	CodeNotFound         = "not_found"
 	CodeGone             = "gone"
+	CodeDisabled         = "disabled"
+	CodePasswordRequired = "password_required"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeUnavailable      = "unavailable"
 	CodeInternal         = "internal"
@@ -62,6 +64,8 @@ var statusOf = map[string]int{
 	CodeKeyReused:        http.StatusUnprocessableEntity,
 	CodeNotFound:         http.StatusNotFound,
 	CodeGone:             http.StatusGone,
+	CodeDisabled:         http.StatusGone,
+	CodePasswordRequired: http.StatusUnauthorized,
 	CodeMethodNotAllowed: http.StatusMethodNotAllowed,
 	CodeUnavailable:      http.StatusServiceUnavailable,
 	CodeInternal:         http.StatusInternalServerError,
@@ -100,6 +104,13 @@ func fieldErrorf(code, field, format string, args ...any) *Error {
 // errGone marks a link that expired or was deleted.
 var errGone = errors.New("handler: link gone")
 
+// errDisabled marks a link its owner turned off.
+var errDisabled = errors.New("handler: link disabled")
+
+// errPasswordRequired marks a password-protected link asked for without
+// its password (or with a wrong one).
+var errPasswordRequired = errors.New("handler: link password required")
+
 // mapping turns the errors of the layers below into answers. It is the
 // one place where errors become HTTP; order matters (first match wins).
 var mapping = []struct {
@@ -109,6 +120,8 @@ var mapping = []struct {
 	{shortener.ErrNotFound, Error{Code: CodeNotFound, Message: "no link has this code"}},
 	{errGone, Error{Code: CodeGone, Message: "this link has expired or was deleted"}},
 	{shortener.ErrGone, Error{Code: CodeGone, Message: "this link has expired or was deleted"}},
+	{errDisabled, Error{Code: CodeDisabled, Message: "this link's owner has disabled it"}},
+	{errPasswordRequired, Error{Code: CodePasswordRequired, Message: "this link is password-protected: open it in a browser and enter its password"}},
 	{shortener.ErrKeyReused, Error{Code: CodeKeyReused, Message: "this Idempotency-Key was used for a different request"}},
 	{shortener.ErrUnavailable, Error{Code: CodeUnavailable, Message: "the service cannot reach its database; retry shortly"}},
 }

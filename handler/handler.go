@@ -159,6 +159,7 @@ type Handler struct {
 	pageLimit    *localLimiter // per address, of the previews
 	clientSeed   maphash.Seed  // of clientOf
 	cursor       cipher.Block  // seals list cursors
+	unlockLimit  *localLimiter // per address and link, of password attempts
 	// hsts is Strict-Transport-Security's value when the base URL is
 	// https (nil otherwise: a plain-http site cannot promise HTTPS).
 	hsts []string
@@ -241,6 +242,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	}
 	h.clientSeed = maphash.MakeSeed()
 	h.pageLimit = newLocalLimiter(maxLocalBuckets)
+	h.unlockLimit = newLocalLimiter(maxLocalBuckets)
 	ck := sha256.Sum256(append([]byte("shortener: list cursor\x00"), h.cookieSecret...))
 	h.cursor, _ = aes.NewCipher(ck[:16]) // a 16-byte key: no error
 	e.Use(h.frame)
@@ -348,9 +350,20 @@ func (h *Handler) redirect(c echo.Context) error {
 		return err
 	}
 	now := h.d.Now()
-	if l.Gone(now) {
+	switch {
+	case l.Gone(now):
 		return errGone
+	case l.Disabled:
+		return errDisabled
+	case l.PasswordHash != "":
+		return h.locked(c, l, "")
 	}
+	return h.follow(c, l, now)
+}
+
+// follow answers l's redirect and counts the click (redirect, and unlock
+// once a link's password is right).
+func (h *Handler) follow(c echo.Context, l shortener.Link, now time.Time) error {
 	// Redirects are not cached by browsers or proxies unless the link
 	// itself asked for a permanent redirect: a cached 302 would hide
 	// later deletes and every click after the first. A permanent one is
@@ -368,15 +381,15 @@ func (h *Handler) redirect(c echo.Context) error {
 	if status == 0 {
 		status = http.StatusFound
 	}
-	// A GET answered 3xx is one click (a HEAD is not: nobody followed
-	// the link). It is journaled before the answer is written, so a
-	// client that got the redirect had its click kept, even if this
-	// process is killed the next instant.
-	if h.d.Clicks != nil && c.Request().Method == http.MethodGet {
+	// A GET answered 3xx is one click, as is a password form's POST (a
+	// HEAD is not: nobody followed the link). It is journaled before the
+	// answer is written, so a client that got the redirect had its click
+	// kept, even if this process is killed the next instant.
+	if h.d.Clicks != nil && c.Request().Method != http.MethodHead {
 		r := c.Request()
 		viaProxy := h.proxies.trusts(r) // the peer parsed once per click
 		h.d.Clicks.Record(shortener.Click{
-			LinkID: l.ID, Code: code, At: now.UTC(),
+			LinkID: l.ID, Code: l.Code, At: now.UTC(),
 			Referrer: referrerHost(r.Header.Get("Referer")),
 			Agent:    h.agents.class(r.Header.Get("User-Agent")),
 			Request:  h.clickRequest(r, viaProxy),

@@ -79,7 +79,8 @@ func TestHTTPMetricsOps(t *testing.T) {
 		{"GET", "/healthz", "", "probe 200"},
 		{"GET", "/readyz", "", "probe 200"},
 		{"GET", "/metrics", "", "metrics 404"},
-		{"POST", "/abc", "", "page 405"},
+		{"POST", "/abc", "", "redirect 404"}, // a password form's post
+		{"PUT", "/abc", "", "page 405"},
 		{"GET", "/a/b/c", "", "page 404"},
 	}
 	for _, tt := range tests {

@@ -55,7 +55,7 @@ type asset struct {
 
 // pageNames are the templates under web/templates that render a whole
 // page with base.html around them.
-var pageNames = []string{"home", "preview", "stats", "trending", "error"}
+var pageNames = []string{"home", "preview", "stats", "trending", "error", "password"}
 
 // newSite parses the templates and indexes the assets; a failure is a bug
 // in the embedded files, caught by any test that builds a Handler.
@@ -191,6 +191,8 @@ func (h *Handler) errorPage(c echo.Context, out Error) error {
 		p.Title, p.Headline, p.Detail = "Page not found", "This page does not exist", "Check the address, or start again from the home page."
 	case out.Code == CodeNotFound:
 		p.Title, p.Headline, p.Detail = "Link not found", "This link does not exist", "Check the address for a typo: short links are case-sensitive."
+	case out.Code == CodeDisabled:
+		p.Title, p.Headline, p.Detail = "Link disabled", "This link is disabled", "Its owner has turned it off for now. It may work again later."
 	case out.Code == CodeGone:
 		p.Title, p.Headline, p.Detail = "Link gone", "This link has expired or was removed", "Its owner deleted it, or it reached its expiry date. It will not redirect again."
 	case out.Status() == http.StatusTooManyRequests:

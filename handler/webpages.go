@@ -123,8 +123,13 @@ func (h *Handler) preview(c echo.Context, code string) error {
 	if err != nil {
 		return err
 	}
-	if l.Gone(h.d.Now()) {
+	switch {
+	case l.Gone(h.d.Now()):
 		return errGone
+	case l.Disabled:
+		return errDisabled
+	case l.PasswordHash != "":
+		return h.locked(c, l, "") // the preview of a locked link is its form: no destination
 	}
 	return h.render(c, http.StatusOK, "preview", pageFresh, previewPage{Title: "Where " + code + " goes", Link: h.view(l)})
 }
