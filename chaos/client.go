@@ -69,7 +69,8 @@ type answer struct {
 }
 
 // send makes one request, a GET or DELETE of url or, with a body, a
-// create's POST under Idempotency-Key key, and reads the answer. The body
+// create's POST (under Idempotency-Key key) or an edit's PATCH, and reads
+// the answer. The body
 // is read so that the connection is reused; an error while reading it is
 // the request's error.
 func send(ctx context.Context, c *http.Client, method, url, key string, body []byte, timeout time.Duration) (answer, error) {
@@ -81,6 +82,8 @@ func send(ctx context.Context, c *http.Client, method, url, key string, body []b
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
 	}
 	req.Header.Set("User-Agent", person())

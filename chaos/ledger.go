@@ -80,7 +80,7 @@ type Problem struct {
 func Accounts() []Account {
 	// Trending stays last: its clock starts when Open returns, and the load
 	// starts right after the last account opened.
-	return []Account{Creates{}, Clicks{}, Deletes{}, Trending{}}
+	return []Account{Creates{}, Clicks{}, Deletes{}, Edits{}, Trending{}}
 }
 
 // Creates is the account of link creation: every acknowledged create is

@@ -147,3 +147,47 @@ func TestRedirectP99NearSteady(t *testing.T) {
 		t.Errorf("ten redirects of 100 at 60 ms: got %+v, want p99 over 55 ms to fail", c)
 	}
 }
+
+func TestCheckEdits(t *testing.T) {
+	fault := Window{From: 10 * time.Second, To: 30 * time.Second}
+	edits := []edit{
+		{code: "a", version: 1, sent: 12 * time.Second, answered: 12*time.Second + 50*time.Millisecond, status: http.StatusOK},
+		{code: "a", version: 2, sent: 16 * time.Second, answered: 16*time.Second + 50*time.Millisecond, status: http.StatusOK},
+		{code: "b", version: 1, sent: 14 * time.Second, status: http.StatusServiceUnavailable},
+	}
+	fine := []sighting{
+		{code: "a", via: "nginx", at: 11 * time.Second, status: 302, version: 0},
+		{code: "a", via: "app1", at: 12*time.Second + 500*time.Millisecond, status: 302, version: 0}, // within the grace
+		{code: "a", via: "app2", at: 14 * time.Second, status: 302, version: 1},
+		{code: "a", via: "app2", at: 15 * time.Second, version: -2}, // no answer during the fault
+		{code: "b", via: "app1", at: 20 * time.Second, status: 302, version: 0}, // its edit was refused
+		{code: "a", via: "app1", at: 50 * time.Second, status: 302, version: 2, final: true},
+		{code: "b", via: "app1", at: 50 * time.Second, status: 302, version: 0, final: true},
+	}
+	for _, tc := range []struct {
+		name    string
+		extra   sighting
+		failing []string
+	}{
+		{"held", sighting{code: "a", via: "nginx", at: 17 * time.Second, status: 302, version: 2},
+			[]string{"edits.at-once", "edits.acknowledged"}},
+		{"old past the grace", sighting{code: "a", via: "app2", at: 18 * time.Second, status: 302, version: 1},
+			[]string{"edits", "edits.at-once", "edits.acknowledged"}},
+		{"first version back long after", sighting{code: "a", via: "app1", at: 25 * time.Second, status: 302, version: 0},
+			[]string{"edits", "edits.at-once", "edits.acknowledged"}},
+		{"unknown destination", sighting{code: "a", via: "app1", at: 13 * time.Second, status: 302, version: -1},
+			[]string{"edits", "edits.at-once", "edits.acknowledged"}},
+		{"not the latest after the heal", sighting{code: "a", via: "app2", at: 16*time.Second + 500*time.Millisecond, status: 302, version: 1, final: true},
+			[]string{"edits", "edits.at-once", "edits.acknowledged"}},
+		{"no redirect after the heal", sighting{code: "b", via: "app2", at: 50 * time.Second, status: 502, version: -2, final: true},
+			[]string{"edits", "edits.at-once", "edits.acknowledged"}},
+	} {
+		e := checkEdits(2, edits, append(slices.Clone(fine), tc.extra), fault)
+		if got := failing(e); !slices.Equal(got, tc.failing) {
+			t.Errorf("%s: failing %v, want %v", tc.name, got, tc.failing)
+		}
+	}
+	if got := figure(t, checkEdits(2, edits, fine, fault), "edits sent / acknowledged (200)"); got != "3 / 2 (2 acknowledged within the fault phase)" {
+		t.Errorf("edits figure: got %q", got)
+	}
+}

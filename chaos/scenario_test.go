@@ -12,7 +12,7 @@ func TestScenariosAreWhole(t *testing.T) {
 	known := map[string]bool{}
 	clicks, _ := checkClicks(nil, nil, nil, nil, nil, nil)
 	for _, c := range slices.Concat(commonChecks(run), checkCreates(nil, nil, nil, nil).Checks, clicks.Checks,
-		checkDeletes(0, nil, nil, Window{}).Checks, trendingEntry(run, nil, nil).Checks) {
+		checkDeletes(0, nil, nil, Window{}).Checks, checkEdits(0, nil, nil, Window{}).Checks, trendingEntry(run, nil, nil).Checks) {
 		known[c.ID] = true
 	}
 	seen := map[string]bool{}

@@ -66,6 +66,16 @@ func Scenarios() []Scenario {
 			Checks: masterChecks(time.Second),
 		},
 		{
+			Name:    "edit-failover",
+			Fault:   "Redis master SIGKILL while links are edited",
+			Expect:  "every edit acknowledged (an edit is MySQL's, and may wait one failover); after each 200 no instance serves the old destination past 1 s; redirects 0 failed",
+			Does:    "SIGKILL the Redis master while the edits account edits its links round after round through the fault phase, each edit right after every cache has served the link; restart the old master at the end of the fault phase",
+			Inject:  takeMasterWith("SIGKILL %s (master)", noCtx((*stack.Proc).Kill)),
+			Heal:    healOldMaster(false, (*stack.Proc).Restart, "restarted %s; it rejoins as a replica"),
+			Checks:  masterChecks(time.Second),
+			Require: []string{"edits.acknowledged"},
+		},
+		{
 			Name:   "freeze-master",
 			Fault:  "Redis master frozen (SIGSTOP)",
 			Expect: "redirects 0 failed, no request waits more than one Redis deadline; creates 0 failed, 0 lost",
