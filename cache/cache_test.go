@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"reflect"
 	"shortener"
 	"slices"
 	"strconv"
@@ -57,7 +58,7 @@ func TestEncodeDecode(t *testing.T) {
 		{Code: "b", URL: "https://example.com/", Redirect: 308, ExpiresAt: exp},
 	} {
 		got, err := decode(l.Code, encode(l))
-		if err != nil || got != l {
+		if err != nil || !reflect.DeepEqual(got, l) {
 			t.Errorf("decode(encode(%+v)) = %+v, %v", l, got, err)
 		}
 	}

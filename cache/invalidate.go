@@ -216,37 +216,17 @@ func (c *Cache) replayOnce(ctx context.Context) {
 }
 
 // subscribe drops L1 entries that other instances invalidate. Whenever the
-// subscription is (re)established, messages may have been missed while it
+// subscription is re-established, messages may have been missed while it
 // was down, so the whole L1 is dropped: it refills from Redis in moments.
 func (c *Cache) subscribe(ctx context.Context) {
-	ps := c.write.Redis().Subscribe(ctx, invalidationChannel)
-	defer ps.Close()
-	ch := ps.ChannelWithSubscriptions(redis.WithChannelHealthCheckInterval(2*time.Second), redis.WithChannelSize(1024))
-	first := true
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case msg, ok := <-ch:
-			if !ok {
-				return
-			}
-			switch m := msg.(type) {
-			case *redis.Subscription:
-				if m.Kind == "subscribe" {
-					if !first {
-						c.gens.bumpAll(c.l1.dropAll)
-						c.log.Info("invalidation channel resubscribed; L1 dropped")
-					}
-					first = false
-				}
-			case *redis.Message:
-				// One code (an invalidation) or several (fills
-				// announcing links just created), space-separated.
-				for code := range strings.FieldsSeq(m.Payload) {
-					c.forget(code)
-				}
-			}
+	c.write.Subscribe(ctx, invalidationChannel, func(payload string) {
+		// One code (an invalidation) or several (fills announcing links
+		// just created), space-separated.
+		for code := range strings.FieldsSeq(payload) {
+			c.forget(code)
 		}
-	}
+	}, func() {
+		c.gens.bumpAll(c.l1.dropAll)
+		c.log.Info("invalidation channel resubscribed; L1 dropped")
+	})
 }

@@ -52,68 +52,75 @@ func countOf(m *Metrics, from, to string) float64 {
 	return testutil.ToFloat64(m.transitions.WithLabelValues("b", from, to))
 }
 
-// TestBreakerStaysOpen: failures open the breaker, and while its delay
-// lasts it refuses every call.
-func TestBreakerStaysOpen(t *testing.T) {
-	b, m := newTestBreaker(t, time.Hour)
-	call(t, b, nil)
-	call(t, b, errDown)
-	if got := b.State(); got != "closed" {
-		t.Fatalf("after 1 failure of 2 calls: got %s, want closed", got)
-	}
-	call(t, b, errDown)
-	if got := b.State(); got != "open" {
-		t.Fatalf("after 2 failures of 3 calls: got %s, want open", got)
-	}
-	for range 10 {
-		if b.Allow() {
-			t.Fatal("an open breaker let a call through before its delay")
-		}
-	}
-	if got := testutil.ToFloat64(m.state.WithLabelValues("b")); got != 1 {
-		t.Errorf("state gauge: got %v, want 1 (open)", got)
-	}
-	if got := countOf(m, "closed", "open"); got != 1 {
-		t.Errorf("closed→open transitions: got %v, want 1", got)
-	}
+// step is one thing done to a breaker, and the state it must be in after.
+type step struct {
+	do   string // ok, fail: a call; trial ok, trial fail: once the delay is over; refused: a call it must refuse
+	want string
 }
 
-// TestBreakerHalfOpens walks a breaker through each state with a delay of
-// a millisecond: open, half-open after the delay, open again on a failed
-// trial, then closed after enough good ones. Each step is counted.
-func TestBreakerHalfOpens(t *testing.T) {
-	b, m := newTestBreaker(t, time.Millisecond)
-	call(t, b, errDown)
-	call(t, b, errDown)
-	if got := b.State(); got != "open" {
-		t.Fatalf("after 2 failures: got %s, want open", got)
-	}
-	// A failed trial opens it again at once.
-	halfOpen(t, b, errDown)
-	if got := b.State(); got != "open" {
-		t.Fatalf("after a failed trial: got %s, want open", got)
-	}
-	// One good trial is not enough to close it; two are.
-	halfOpen(t, b, nil)
-	if got := b.State(); got != "half-open" {
-		t.Fatalf("after 1 good trial of 2: got %s, want half-open", got)
-	}
-	call(t, b, nil)
-	if got := b.State(); got != "closed" || !b.IsClosed() {
-		t.Fatalf("after 2 good trials: got %s, want closed", got)
-	}
-	for _, tt := range []struct {
-		from, to string
-		want     float64
+// TestBreakerStates walks breakers that open on 2 failures of the last 3
+// calls and close after 2 good trials through their states. With a delay
+// of an hour an open breaker refuses every call; with a millisecond it
+// turns half-open, a failed trial opens it again and two good ones close
+// it. Each change is counted under its from and to.
+func TestBreakerStates(t *testing.T) {
+	tests := []struct {
+		name  string
+		delay time.Duration
+		steps []step
+		// transitions counted at the end, as from→to.
+		want map[[2]string]float64
+		// the state gauge at the end: 0 closed, 1 open, 2 half-open.
+		gauge float64
 	}{
-		{"closed", "open", 1}, {"open", "half-open", 2}, {"half-open", "open", 1}, {"half-open", "closed", 1},
-	} {
-		if got := countOf(m, tt.from, tt.to); got != tt.want {
-			t.Errorf("%s→%s transitions: got %v, want %v", tt.from, tt.to, got, tt.want)
-		}
+		{
+			name: "stays open through its delay", delay: time.Hour,
+			steps: []step{{"ok", "closed"}, {"fail", "closed"}, {"fail", "open"}, {"refused", "open"}, {"refused", "open"}},
+			want:  map[[2]string]float64{{"closed", "open"}: 1, {"open", "half-open"}: 0},
+			gauge: 1,
+		},
+		{
+			name: "half-opens after its delay", delay: time.Millisecond,
+			steps: []step{
+				{"fail", "closed"}, {"fail", "open"},
+				{"trial fail", "open"},
+				{"trial ok", "half-open"}, {"ok", "closed"},
+			},
+			want: map[[2]string]float64{
+				{"closed", "open"}: 1, {"open", "half-open"}: 2, {"half-open", "open"}: 1, {"half-open", "closed"}: 1,
+			},
+			gauge: 0,
+		},
 	}
-	if got := testutil.ToFloat64(m.state.WithLabelValues("b")); got != 0 {
-		t.Errorf("state gauge: got %v, want 0 (closed)", got)
+	for _, tt := range tests {
+		b, m := newTestBreaker(t, tt.delay)
+		for i, st := range tt.steps {
+			switch st.do {
+			case "ok":
+				call(t, b, nil)
+			case "fail":
+				call(t, b, errDown)
+			case "trial ok":
+				halfOpen(t, b, nil)
+			case "trial fail":
+				halfOpen(t, b, errDown)
+			case "refused":
+				if b.Allow() {
+					t.Fatalf("%s: step %d: an open breaker let a call through before its delay", tt.name, i)
+				}
+			}
+			if got := b.State(); got != st.want {
+				t.Fatalf("%s: step %d (%s): got %s, want %s", tt.name, i, st.do, got, st.want)
+			}
+		}
+		for tr, want := range tt.want {
+			if got := countOf(m, tr[0], tr[1]); got != want {
+				t.Errorf("%s: %s→%s transitions: got %v, want %v", tt.name, tr[0], tr[1], got, want)
+			}
+		}
+		if got := testutil.ToFloat64(m.state.WithLabelValues("b")); got != tt.gauge {
+			t.Errorf("%s: state gauge: got %v, want %v", tt.name, got, tt.gauge)
+		}
 	}
 }
 

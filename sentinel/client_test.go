@@ -168,6 +168,10 @@ func TestOnStack(t *testing.T) {
 		}
 	})
 
+	t.Run("subscribe, and resubscribe after the connection dies", func(t *testing.T) {
+		subscribe(t, newTestClient(t, cfg, Master))
+	})
+
 	t.Run("watch hears a failover", func(t *testing.T) {
 		watchFailover(t, cfg)
 	})
@@ -215,4 +219,65 @@ func watchFailover(t *testing.T, cfg Config) {
 		case <-tick.C:
 		}
 	}
+}
+
+// subscribe subscribes through c, publishes until a message arrives,
+// kills the subscription's connection and waits for the resubscription
+// to be reported and to carry messages again.
+func subscribe(t *testing.T, c *Client) {
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan string, 64)
+	resubscribed := make(chan struct{}, 8)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Subscribe(ctx, "test-channel", func(payload string) {
+			select {
+			case got <- payload:
+			default:
+			}
+		}, func() { resubscribed <- struct{}{} })
+	}()
+	defer func() { cancel(); <-done }()
+
+	// publish sends payload until a message arrives, since the
+	// subscription is made in the background.
+	publish := func(payload string) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			if err := c.Redis().Publish(ctx, "test-channel", payload).Err(); err != nil {
+				t.Logf("PUBLISH: %v", err)
+			}
+			select {
+			case p := <-got:
+				if p != payload {
+					t.Fatalf("received %q, want %q", p, payload)
+				}
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("nothing received 30 s after publishing %q", payload)
+			}
+		}
+	}
+	publish("one")
+	select {
+	case <-resubscribed:
+		t.Fatal("resubscribed reported for the first subscription")
+	default:
+	}
+	if err := c.Redis().ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
+		t.Fatalf("CLIENT KILL TYPE pubsub: %v", err)
+	}
+	select {
+	case <-resubscribed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no resubscription reported 30 s after its connection was killed")
+	}
+	// Drain what was published before the kill and arrived late.
+	for len(got) > 0 {
+		<-got
+	}
+	publish("two")
 }

@@ -1,27 +1,20 @@
 package sentinel
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 func TestMain(m *testing.M) {
 	// go-redis logs every refused dial; the tests against a closed port
 	// make them on purpose.
-	redis.SetLogger(quietRedisLog{})
+	RouteLibraryLogs(quietLog())
 	os.Exit(m.Run())
 }
-
-type quietRedisLog struct{}
-
-func (quietRedisLog) Printf(context.Context, string, ...any) {}
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 

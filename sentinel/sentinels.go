@@ -15,6 +15,10 @@ import (
 // turn, and a slow answer costs no lookup anything.
 const sentinelDeadline = 4
 
+// watchBuffer is how many events a sentinel's subscription holds for a
+// slow receiver; events come a few per failover.
+const watchBuffer = 64
+
 // Sentinels asks the sentinels themselves about the master, and hears
 // their events. It is safe for concurrent use.
 type Sentinels struct {
@@ -87,19 +91,9 @@ func (s *Sentinels) watch(ctx context.Context, addr string, fn func(context.Cont
 	defer sc.Close()
 	ps := sc.Subscribe(ctx, channels...)
 	defer ps.Close()
-	// The channel reconnects on its own, pinging to notice a dead peer.
-	ch := ps.Channel(redis.WithChannelHealthCheckInterval(2*time.Second), redis.WithChannelSize(64))
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case msg, ok := <-ch:
-			if !ok {
-				return
-			}
-			fn(ctx, msg.Channel, msg.Payload)
-		}
-	}
+	// Events missed while a sentinel was out of reach are not replayed:
+	// the breakers, not the events, are the final judge.
+	receive(ctx, ps, watchBuffer, func(channel, payload string) { fn(ctx, channel, payload) }, nil)
 }
 
 // Ping sends a PING to the Redis node at addr directly (not through the

@@ -25,13 +25,9 @@ import (
 func TestMain(m *testing.M) {
 	// go-redis logs every refused or timed-out dial; the outage tests make
 	// many on purpose.
-	redis.SetLogger(quietRedisLog{})
+	sentinel.RouteLibraryLogs(quietLog())
 	os.Exit(m.Run())
 }
-
-type quietRedisLog struct{}
-
-func (quietRedisLog) Printf(context.Context, string, ...any) {}
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
