@@ -55,14 +55,23 @@ func TestEncodeDecode(t *testing.T) {
 	exp := time.UnixMilli(1_800_000_000_123).UTC()
 	for _, l := range []shortener.Link{
 		{Code: "a", URL: "https://example.com/a b?c=d e", Redirect: 302},
-		{Code: "b", URL: "https://example.com/", Redirect: 308, ExpiresAt: exp},
+		{Code: "b", URL: "https://example.com/", Redirect: 308, ExpiresAt: exp, ID: 42},
+		{Code: "c", URL: "https://example.com/x", Redirect: 302, ID: 7, Disabled: true},
+		{Code: "d", URL: "https://example.com/y", Redirect: 307, ID: 8, MaxVisits: 3,
+			PasswordHash: "$2a$10$N9qo8uLOickgx2ZMRZoMyeIjZAgcfl7p92ldGxad68LJZdL17lhWy"},
 	} {
 		got, err := decode(l.Code, encode(l))
 		if err != nil || !reflect.DeepEqual(got, l) {
 			t.Errorf("decode(encode(%+v)) = %+v, %v", l, got, err)
 		}
 	}
-	for _, bad := range []string{"", "v1", "v2 302 0 https://x", "v1 x 0 https://x", "v1 302 y https://x"} {
+	// An entry an earlier version wrote.
+	if got, err := decode("e", "v1 301 0 https://example.com/a b"); err != nil ||
+		!reflect.DeepEqual(got, shortener.Link{Code: "e", URL: "https://example.com/a b", Redirect: 301}) {
+		t.Errorf("decode(v1) = %+v, %v", got, err)
+	}
+	for _, bad := range []string{"", "v1", "v3 302 0 https://x", "v1 x 0 https://x", "v1 302 y https://x",
+		"v2 302 0 1 - 0 https://x", "v2 302 0 x - 0 - https://x", "v2 302 0 1 q 0 - https://x", "v2 302 0 1 - z - https://x"} {
 		if _, err := decode("c", bad); err == nil {
 			t.Errorf("decode(%q) succeeded, want an error", bad)
 		}

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -105,19 +106,42 @@ func (c *Cache) setLinks(ctx context.Context, links []shortener.Link, ttl func(s
 	return int(written), err
 }
 
-// encode writes a link as "v1 <redirect> <expires unix ms> <url>": the
-// entry carries its own expiry, so a stale TTL can never outlive it.
+// encode writes a link as
+//
+//	v2 <redirect> <expires unix ms> <id> <flags> <max visits> <password hash> <url>
+//
+// with flags "d" for a disabled link ("-" for none) and "-" for no
+// password: everything a redirect decides by. The entry carries its own
+// expiry, so a stale TTL can never outlive it. The URL is last, so it may
+// hold spaces; a bcrypt hash holds none.
 func encode(l shortener.Link) string {
 	var exp int64
 	if !l.ExpiresAt.IsZero() {
 		exp = l.ExpiresAt.UnixMilli()
 	}
-	return "v1 " + strconv.Itoa(l.Redirect) + " " + strconv.FormatInt(exp, 10) + " " + l.URL
+	flags, pw := "-", cmp.Or(l.PasswordHash, "-")
+	if l.Disabled {
+		flags = "d"
+	}
+	return "v2 " + strconv.Itoa(l.Redirect) + " " + strconv.FormatInt(exp, 10) + " " + strconv.FormatInt(l.ID, 10) + " " +
+		flags + " " + strconv.FormatInt(l.MaxVisits, 10) + " " + pw + " " + l.URL
 }
 
+// decode reads an entry encode wrote, or one of the v1 form ("v1
+// <redirect> <expires unix ms> <url>") an instance of an earlier version
+// wrote during a rolling upgrade: v1 knew no flags, visits or passwords.
 func decode(code, val string) (shortener.Link, error) {
-	parts := strings.SplitN(val, " ", 4)
-	if len(parts) != 4 || parts[0] != "v1" {
+	var parts []string
+	switch {
+	case strings.HasPrefix(val, "v2 "):
+		if parts = strings.SplitN(val, " ", 8); len(parts) != 8 {
+			return shortener.Link{}, errors.New("v2: too few fields")
+		}
+	case strings.HasPrefix(val, "v1 "):
+		if parts = strings.SplitN(val, " ", 4); len(parts) != 4 {
+			return shortener.Link{}, errors.New("v1: too few fields")
+		}
+	default:
 		return shortener.Link{}, errors.New("unknown format")
 	}
 	redirect, err := strconv.Atoi(parts[1])
@@ -128,9 +152,28 @@ func decode(code, val string) (shortener.Link, error) {
 	if err != nil {
 		return shortener.Link{}, fmt.Errorf("expiry: %w", err)
 	}
-	l := shortener.Link{Code: code, URL: parts[3], Redirect: redirect}
+	l := shortener.Link{Code: code, URL: parts[len(parts)-1], Redirect: redirect}
 	if exp != 0 {
 		l.ExpiresAt = time.UnixMilli(exp).UTC()
+	}
+	if parts[0] == "v1" {
+		return l, nil
+	}
+	if l.ID, err = strconv.ParseInt(parts[3], 10, 64); err != nil {
+		return shortener.Link{}, fmt.Errorf("id: %w", err)
+	}
+	switch parts[4] {
+	case "d":
+		l.Disabled = true
+	case "-":
+	default:
+		return shortener.Link{}, fmt.Errorf("flags %q", parts[4])
+	}
+	if l.MaxVisits, err = strconv.ParseInt(parts[5], 10, 64); err != nil {
+		return shortener.Link{}, fmt.Errorf("max visits: %w", err)
+	}
+	if parts[6] != "-" {
+		l.PasswordHash = parts[6]
 	}
 	return l, nil
 }
