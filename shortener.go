@@ -19,6 +19,8 @@ var (
 	ErrNotFound = errors.New("shortener: link not found")
 	// ErrGone means the link expired or was deleted.
 	ErrGone = errors.New("shortener: link gone")
+	// ErrExhausted means the link has had its maximum visits.
+	ErrExhausted = errors.New("shortener: link has had its maximum visits")
 	// ErrUnavailable means the source of truth could not answer in time.
 	ErrUnavailable = errors.New("shortener: database unavailable")
 	// ErrCodeTaken means another link already has the code.

@@ -2,6 +2,7 @@ package handler
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"hash/maphash"
 	"shortener"
@@ -15,6 +16,13 @@ import (
 // cannot keep is dropped and counted by the Recorder.
 type Recorder interface {
 	Record(c shortener.Click)
+}
+
+// Visits grants the visits of links with a maximum (visits.Limiter):
+// nil, shortener.ErrExhausted once the link has had them all (410), or
+// an error wrapping shortener.ErrUnavailable (503, retry).
+type Visits interface {
+	Take(ctx context.Context, l shortener.Link) error
 }
 
 // referrerHost returns the host of a Referer header, lower case, without

@@ -35,6 +35,7 @@ const (
 	CodeNotFound         = "not_found"
 	CodeGone             = "gone"
 	CodeDisabled         = "disabled"
+	CodeExhausted        = "visits_exhausted"
 	CodePasswordRequired = "password_required"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeUnavailable      = "unavailable"
@@ -65,6 +66,7 @@ var statusOf = map[string]int{
 	CodeNotFound:         http.StatusNotFound,
 	CodeGone:             http.StatusGone,
 	CodeDisabled:         http.StatusGone,
+	CodeExhausted:        http.StatusGone,
 	CodePasswordRequired: http.StatusUnauthorized,
 	CodeMethodNotAllowed: http.StatusMethodNotAllowed,
 	CodeUnavailable:      http.StatusServiceUnavailable,
@@ -121,6 +123,7 @@ var mapping = []struct {
 	{errGone, Error{Code: CodeGone, Message: "this link has expired or was deleted"}},
 	{shortener.ErrGone, Error{Code: CodeGone, Message: "this link has expired or was deleted"}},
 	{errDisabled, Error{Code: CodeDisabled, Message: "this link's owner has disabled it"}},
+	{shortener.ErrExhausted, Error{Code: CodeExhausted, Message: "this link has had its maximum visits"}},
 	{errPasswordRequired, Error{Code: CodePasswordRequired, Message: "this link is password-protected: open it in a browser and enter its password"}},
 	{shortener.ErrKeyReused, Error{Code: CodeKeyReused, Message: "this Idempotency-Key was used for a different request"}},
 	{shortener.ErrUnavailable, Error{Code: CodeUnavailable, Message: "the service cannot reach its database; retry shortly"}},

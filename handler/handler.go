@@ -129,6 +129,7 @@ type Deps struct {
 	Metrics     http.Handler          // GET /metrics; nil: not served
 	Registry    prometheus.Registerer // takes the HTTP metrics; nil: none
 	Trending    Trender               // GET /api/v1/trending; nil: 404
+	Visits      Visits                // counts visits of links with a maximum; nil: no maximum enforced
 	Limiter     Limiter               // shared create limits; nil: per instance
 	Log         *slog.Logger
 	Now         func() time.Time
@@ -364,6 +365,13 @@ func (h *Handler) redirect(c echo.Context) error {
 // follow answers l's redirect and counts the click (redirect, and unlock
 // once a link's password is right).
 func (h *Handler) follow(c echo.Context, l shortener.Link, now time.Time) error {
+	// A link with a maximum spends a visit on every redirect but HEAD's
+	// (which is no visit, and so may still show where an ended link went).
+	if l.MaxVisits > 0 && h.d.Visits != nil && c.Request().Method != http.MethodHead {
+		if err := h.d.Visits.Take(c.Request().Context(), l); err != nil {
+			return err
+		}
+	}
 	// Redirects are not cached by browsers or proxies unless the link
 	// itself asked for a permanent redirect: a cached 302 would hide
 	// later deletes and every click after the first. A permanent one is
