@@ -123,6 +123,10 @@ type Deps struct {
 	IDs         IDs
 	Keys        Authorizer            // who sends an X-Api-Key; nil refuses every key
 	Lister      Lister                // GET /api/v1/links; nil: not available
+	Editor      Editor                // PATCH /api/v1/links/{code}; nil: 404
+	BatchKeys   BatchKeys             // a batch's Idempotency-Key; nil: batches take none
+	Exporter    Exporter              // GET /api/v1/links/export; nil: 404
+	Importer    Importer              // POST /api/v1/links/import; nil: 404
 	Clicks      Recorder              // journals redirects' clicks; nil: not counted
 	Stats       Stats                 // click counts for the stats API; nil: 503
 	Ready       Pinger                // readiness: can the instance serve?

@@ -44,6 +44,13 @@ func (h *Handler) decodeJSON(c echo.Context, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return badJSON("request body is empty; send a JSON object")
 	}
+	return decodeObject(body, v)
+}
+
+// decodeObject decodes body, one JSON object, into v, a pointer to a
+// struct, as strictly as decodeJSON says: a request's body, or one object
+// of a batch.
+func decodeObject(body []byte, v any) error {
 	fields := jsonFields(v)
 	names, raws, err := checkObject(body, fields)
 	if err != nil {
@@ -162,6 +169,8 @@ func jsonKind(t reflect.Type) string {
 		return "a whole number"
 	case t.Kind() == reflect.Bool:
 		return "true or false"
+	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
+		return "an array of strings"
 	}
 	return "of another type"
 }

@@ -14,22 +14,32 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// createRequest is the body of POST /api/v1/links.
+// createRequest is the body of POST /api/v1/links, and one link of a
+// batch.
 type createRequest struct {
 	URL       string     `json:"url"`
 	Alias     string     `json:"alias,omitempty"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	Redirect  int        `json:"redirect,omitempty"`
+	Tags      []string   `json:"tags,omitempty"`
+	MaxVisits int64      `json:"max_visits,omitempty"`
+	Password  string     `json:"password,omitempty"`
 }
 
-// linkResponse is how a link is shown to API clients.
+// linkResponse is how a link is shown to API clients: never its
+// password's hash, only whether it has one.
 type linkResponse struct {
-	Code      string     `json:"code"`
-	ShortURL  string     `json:"short_url"`
-	URL       string     `json:"url"`
-	Redirect  int        `json:"redirect"`
-	CreatedAt time.Time  `json:"created_at"`
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	Code              string     `json:"code"`
+	ShortURL          string     `json:"short_url"`
+	URL               string     `json:"url"`
+	Redirect          int        `json:"redirect"`
+	CreatedAt         time.Time  `json:"created_at"`
+	ExpiresAt         *time.Time `json:"expires_at,omitempty"`
+	UpdatedAt         *time.Time `json:"updated_at,omitempty"`
+	Disabled          bool       `json:"disabled"`
+	Tags              []string   `json:"tags"`
+	MaxVisits         int64      `json:"max_visits,omitempty"`
+	PasswordProtected bool       `json:"password_protected"`
 }
 
 func (h *Handler) response(l shortener.Link) linkResponse {
@@ -39,10 +49,18 @@ func (h *Handler) response(l shortener.Link) linkResponse {
 		URL:       l.URL,
 		Redirect:  l.Redirect,
 		CreatedAt: l.CreatedAt.UTC(),
+		Disabled:  l.Disabled, Tags: l.Tags, MaxVisits: l.MaxVisits, PasswordProtected: l.PasswordHash != "",
 	}
 	if !l.ExpiresAt.IsZero() {
 		t := l.ExpiresAt.UTC()
 		r.ExpiresAt = &t
+	}
+	if !l.UpdatedAt.IsZero() {
+		t := l.UpdatedAt.UTC()
+		r.UpdatedAt = &t
+	}
+	if r.Tags == nil {
+		r.Tags = []string{}
 	}
 	return r
 }
@@ -103,7 +121,24 @@ func (h *Handler) createLink(ctx context.Context, req createRequest, key, scope,
 		}
 		l.ExpiresAt = req.ExpiresAt.UTC().Truncate(time.Millisecond)
 	}
-	l, replayed, err := h.insert(ctx, l, req.Alias, key, scope, now)
+	if l.Tags, err = normalizeTags(req.Tags); err != nil {
+		return shortener.Link{}, false, err
+	}
+	if l.MaxVisits = req.MaxVisits; l.MaxVisits < 0 {
+		return shortener.Link{}, false, fieldErrorf(CodeInvalidRequest, "max_visits", "max_visits must be a positive whole number")
+	}
+	var pwPrint string
+	if req.Password != "" {
+		if err := validatePassword(req.Password); err != nil {
+			return shortener.Link{}, false, err
+		}
+		// Last: the slow step, once everything else is known good.
+		if l.PasswordHash, err = hashPassword(req.Password); err != nil {
+			return shortener.Link{}, false, err
+		}
+		pwPrint = h.passwordFingerprint(req.Password)
+	}
+	l, replayed, err := h.insert(ctx, l, req.Alias, pwPrint, key, scope, now)
 	if err != nil {
 		return shortener.Link{}, false, err
 	}
@@ -222,7 +257,7 @@ const codeAttempts = 3
 // insert stores l under a freshly drawn ID and code, drawing again if the
 // code is taken, and under the idempotency key if there is one. With an
 // alias, the alias is the code and a taken alias is final (409).
-func (h *Handler) insert(ctx context.Context, l shortener.Link, alias, key, scope string, now time.Time) (shortener.Link, bool, error) {
+func (h *Handler) insert(ctx context.Context, l shortener.Link, alias, pwPrint, key, scope string, now time.Time) (shortener.Link, bool, error) {
 	var err error
 	for range codeAttempts {
 		l.ID, l.Code = h.d.IDs.Next()
@@ -240,7 +275,7 @@ func (h *Handler) insert(ctx context.Context, l shortener.Link, alias, key, scop
 			got, replayed, err = h.d.Links.CreateIdempotent(ctx, l, shortener.Idempotency{
 				Scope:       scope,
 				Key:         key,
-				RequestHash: requestHash(l, alias),
+				RequestHash: requestHash(l, alias, pwPrint),
 				ExpiresAt:   now.Add(h.cfg.IdempotencyTTL),
 			})
 			if err == nil {
@@ -286,15 +321,23 @@ func idempotencyKey(h http.Header) (string, error) {
 }
 
 // requestHash fingerprints what a create asks for, so a retry can be told
-// from another request reusing its key.
-func requestHash(l shortener.Link, alias string) string {
+// from another request reusing its key. pwPrint stands for the password
+// (passwordFingerprint; "" for none).
+func requestHash(l shortener.Link, alias, pwPrint string) string {
 	var exp int64
 	if !l.ExpiresAt.IsZero() {
 		exp = l.ExpiresAt.UnixMilli()
 	}
 	// Every field of the request, each length-prefixed so no two requests
-	// share a fingerprint by moving text between fields.
-	sum := sha256.Sum256([]byte(fmt.Sprintf("v2\n%d:%s\n%d:%s\n%d\n%d", len(l.URL), l.URL, len(alias), alias, l.Redirect, exp)))
+	// share a fingerprint by moving text between fields. A request
+	// without the fields v3 added keeps its v2 fingerprint, so a retry
+	// sent across an upgrade still replays.
+	s := fmt.Sprintf("v2\n%d:%s\n%d:%s\n%d\n%d", len(l.URL), l.URL, len(alias), alias, l.Redirect, exp)
+	if len(l.Tags) > 0 || l.MaxVisits != 0 || pwPrint != "" {
+		tags := strings.Join(l.Tags, " ")
+		s = fmt.Sprintf("v3%s\n%d:%s\n%d\n%s", s[2:], len(tags), tags, l.MaxVisits, pwPrint)
+	}
+	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
 

@@ -8,21 +8,27 @@ import (
 	"net/http"
 	"shortener"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 )
 
-// Lister pages through the links a key owns.
+// Lister pages through and searches the links a key owns.
 type Lister interface {
-	// OwnedLinks returns up to limit links of owner with an ID below
-	// before (0: from the newest), newest first, deleted links left out.
-	OwnedLinks(ctx context.Context, owner string, before int64, limit int) ([]shortener.Link, error)
+	// SearchLinks returns up to limit links of owner, deleted links left
+	// out, past cursor (an ID; 0: from the first) newest first, or with
+	// oldest the other way, that match every filter given: match ("":
+	// any) a substring of the code as written or of the URL in any letter
+	// case, tag ("": any) one of its tags, created after from and before
+	// to (zero: unbounded).
+	SearchLinks(ctx context.Context, owner, match, tag string, from, to time.Time, cursor int64, oldest bool, limit int) ([]shortener.Link, error)
 }
 
-// Listing page sizes.
+// Listing page sizes, and the longest search text.
 const (
 	defaultPage = 50
 	maxPage     = 200
+	maxQuery    = 256
 )
 
 // listResponse is one page of GET /api/v1/links.
@@ -32,11 +38,14 @@ type listResponse struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
-// list answers GET /api/v1/links: the calling key's own links, newest
-// first, one page at a time. The cursor is the last link's ID, encrypted
-// (sealCursor): opaque to clients, so pages stay stable while links are
-// added, and no raw Snowflake ID (its time, its node, and with its code a
-// known pair for the code permutation) is handed out.
+// list answers GET /api/v1/links: the calling key's own links (an admin
+// key's too: its own, never everyone's), newest first or with
+// order=oldest the other way, one page at a time, filtered by
+// q (in the code or the URL), tag and created_after/created_before. The
+// cursor is the last link's ID, encrypted (sealCursor): opaque to
+// clients, so pages stay stable while links are added, and no raw
+// Snowflake ID (its time, its node, and with its code a known pair for
+// the code permutation) is handed out.
 func (h *Handler) list(c echo.Context) error {
 	limit := defaultPage
 	if v := c.QueryParam("limit"); v != "" {
@@ -46,19 +55,48 @@ func (h *Handler) list(c echo.Context) error {
 		}
 		limit = n
 	}
-	var before int64
+	var cursor int64
 	if v := c.QueryParam("cursor"); v != "" {
 		n, ok := h.openCursor(v)
 		if !ok || n <= 0 {
 			return &Error{Code: CodeInvalidRequest, Message: "cursor is not one this API returned"}
 		}
-		before = n
+		cursor = n
+	}
+	q := c.QueryParam("q")
+	if len(q) > maxQuery {
+		return fieldErrorf(CodeInvalidRequest, "q", "q is %d bytes; the limit is %d", len(q), maxQuery)
+	}
+	tag := c.QueryParam("tag")
+	if tag != "" {
+		var ok bool
+		if tag, ok = normalizeTag(tag); !ok {
+			return fieldErrorf(CodeInvalidRequest, "tag", "tag must be 1 to %d of a-z, 0-9, '-' and '_'", maxTagLen)
+		}
+	}
+	var created [2]time.Time
+	for i, name := range []string{"created_after", "created_before"} {
+		if v := c.QueryParam(name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return fieldErrorf(CodeInvalidRequest, name, "%s must be an RFC 3339 time, e.g. 2027-01-31T23:59:59Z", name)
+			}
+			created[i] = t
+		}
+	}
+	var oldest bool
+	switch c.QueryParam("order") {
+	case "", "newest":
+	case "oldest":
+		oldest = true
+	default:
+		return fieldErrorf(CodeInvalidRequest, "order", "order must be newest or oldest")
 	}
 	if h.d.Lister == nil {
 		return &Error{Code: CodeNotFound, Message: "listing is not available"}
 	}
 	// One more than asked tells whether another page follows.
-	links, err := h.d.Lister.OwnedLinks(c.Request().Context(), callerOf(c).Owner, before, limit+1)
+	links, err := h.d.Lister.SearchLinks(c.Request().Context(), callerOf(c).Owner, q, tag, created[0], created[1], cursor, oldest, limit+1)
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func (h *Handler) routes() []route {
 	if h.cfg.TrendingKeyed {
 		trending = keyed
 	}
-	const get, head, post, del = http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete
+	const get, head, post, del, patch = http.MethodGet, http.MethodHead, http.MethodPost, http.MethodDelete, http.MethodPatch
 	noPages := !h.cfg.Pages
 	return []route{
 		{get, "/healthz", opProbe, kindAPI, h.healthz, nil, false},
@@ -57,7 +57,11 @@ func (h *Handler) routes() []route {
 
 		{post, "/api/v1/links", opCreate, kindAPI, h.create, create, false},
 		{get, "/api/v1/links", opAPI, kindAPI, h.list, keyed, false},
+		{post, "/api/v1/links/batch", opAPI, kindAPI, h.batchCreate(), keyed, false},
+		{get, "/api/v1/links/export", opAPI, kindAPI, h.export, keyed, false},
+		{post, "/api/v1/links/import", opAPI, kindAPI, h.importLinks(), keyed, false},
 		{get, "/api/v1/links/:code", opAPI, kindAPI, h.show, keyed, false},
+		{patch, "/api/v1/links/:code", opAPI, kindAPI, h.edit, keyed, false},
 		{del, "/api/v1/links/:code", opAPI, kindAPI, h.remove, keyed, false},
 		{get, "/api/v1/links/:code/stats", opAPI, kindAPI, h.stats, keyed, false},
 		{get, "/api/v1/trending", opAPI, kindAPI, h.trending, trending, false},

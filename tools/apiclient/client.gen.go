@@ -45,6 +45,7 @@ func (e CreateRequestRedirect) Valid() bool {
 const (
 	ErrorErrorCodeAliasTaken           ErrorErrorCode = "alias_taken"
 	ErrorErrorCodeCrossOrigin          ErrorErrorCode = "cross_origin"
+	ErrorErrorCodeDisabled             ErrorErrorCode = "disabled"
 	ErrorErrorCodeForbidden            ErrorErrorCode = "forbidden"
 	ErrorErrorCodeGone                 ErrorErrorCode = "gone"
 	ErrorErrorCodeIdempotencyKeyReused ErrorErrorCode = "idempotency_key_reused"
@@ -55,6 +56,7 @@ const (
 	ErrorErrorCodeInvalidUrl           ErrorErrorCode = "invalid_url"
 	ErrorErrorCodeMethodNotAllowed     ErrorErrorCode = "method_not_allowed"
 	ErrorErrorCodeNotFound             ErrorErrorCode = "not_found"
+	ErrorErrorCodePasswordRequired     ErrorErrorCode = "password_required"
 	ErrorErrorCodeRateLimited          ErrorErrorCode = "rate_limited"
 	ErrorErrorCodeRequestTooLarge      ErrorErrorCode = "request_too_large"
 	ErrorErrorCodeUnauthorized         ErrorErrorCode = "unauthorized"
@@ -75,6 +77,8 @@ func (e ErrorErrorCode) Valid() bool {
 		return true
 	case ErrorErrorCodeCrossOrigin:
 		return true
+	case ErrorErrorCodeDisabled:
+		return true
 	case ErrorErrorCodeForbidden:
 		return true
 	case ErrorErrorCodeGone:
@@ -94,6 +98,8 @@ func (e ErrorErrorCode) Valid() bool {
 	case ErrorErrorCodeMethodNotAllowed:
 		return true
 	case ErrorErrorCodeNotFound:
+		return true
+	case ErrorErrorCodePasswordRequired:
 		return true
 	case ErrorErrorCodeRateLimited:
 		return true
@@ -122,6 +128,30 @@ func (e ErrorErrorCode) Valid() bool {
 	}
 }
 
+// Defines values for ImportSummaryFormat.
+const (
+	Bitly     ImportSummaryFormat = "bitly"
+	Shlink    ImportSummaryFormat = "shlink"
+	Shortener ImportSummaryFormat = "shortener"
+	Yourls    ImportSummaryFormat = "yourls"
+)
+
+// Valid indicates whether the value is a known member of the ImportSummaryFormat enum.
+func (e ImportSummaryFormat) Valid() bool {
+	switch e {
+	case Bitly:
+		return true
+	case Shlink:
+		return true
+	case Shortener:
+		return true
+	case Yourls:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LinkRedirect.
 const (
 	LinkRedirectN301 LinkRedirect = 301
@@ -140,6 +170,30 @@ func (e LinkRedirect) Valid() bool {
 	case LinkRedirectN307:
 		return true
 	case LinkRedirectN308:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PatchRequestRedirect.
+const (
+	PatchRequestRedirectN301 PatchRequestRedirect = 301
+	PatchRequestRedirectN302 PatchRequestRedirect = 302
+	PatchRequestRedirectN307 PatchRequestRedirect = 307
+	PatchRequestRedirectN308 PatchRequestRedirect = 308
+)
+
+// Valid indicates whether the value is a known member of the PatchRequestRedirect enum.
+func (e PatchRequestRedirect) Valid() bool {
+	switch e {
+	case PatchRequestRedirectN301:
+		return true
+	case PatchRequestRedirectN302:
+		return true
+	case PatchRequestRedirectN307:
+		return true
+	case PatchRequestRedirectN308:
 		return true
 	default:
 		return false
@@ -203,6 +257,42 @@ func (e TrendingWindow) Valid() bool {
 	}
 }
 
+// Defines values for ListLinksParamsOrder.
+const (
+	Newest ListLinksParamsOrder = "newest"
+	Oldest ListLinksParamsOrder = "oldest"
+)
+
+// Valid indicates whether the value is a known member of the ListLinksParamsOrder enum.
+func (e ListLinksParamsOrder) Valid() bool {
+	switch e {
+	case Newest:
+		return true
+	case Oldest:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportLinksParamsFormat.
+const (
+	Csv   ExportLinksParamsFormat = "csv"
+	Jsonl ExportLinksParamsFormat = "jsonl"
+)
+
+// Valid indicates whether the value is a known member of the ExportLinksParamsFormat enum.
+func (e ExportLinksParamsFormat) Valid() bool {
+	switch e {
+	case Csv:
+		return true
+	case Jsonl:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LinkStatsParamsInterval.
 const (
 	LinkStatsParamsIntervalDay  LinkStatsParamsInterval = "day"
@@ -242,14 +332,42 @@ func (e TrendingParamsWindow) Valid() bool {
 	}
 }
 
+// BatchRequest defines model for BatchRequest.
+type BatchRequest struct {
+	// Links the links to create, each a create's body; a link that is not one is that link's 400, not the batch's
+	Links []CreateRequest `json:"links"`
+}
+
+// BatchResults defines model for BatchResults.
+type BatchResults struct {
+	// Results one per link, in the request's order
+	Results []struct {
+		// Error an error inside a 200 answer (a batch's link, an import's row): one of Error's codes
+		Error *ErrorDetail `json:"error,omitempty"`
+		Link  *Link        `json:"link,omitempty"`
+
+		// Status what a single create of this link would have answered: 201 created (or replayed), 400, 409 alias_taken, 410 (a replayed link deleted since), 422, 503 (MySQL stopped answering: this link and the rest were not attempted)
+		Status int `json:"status"`
+	} `json:"results"`
+}
+
 // CreateRequest Exactly one JSON object; unknown, duplicate or case-variant keys and trailing data are refused (400 invalid_json).
 type CreateRequest struct {
 	// Alias custom code, case-sensitive; not the first segment of a path the shortener serves (api, healthz, readyz, metrics, trending, stats, qr, static, settings, …) in any letter case; 409 if taken
 	Alias *string `json:"alias,omitempty"`
 
 	// ExpiresAt RFC 3339, in the future; afterwards the link answers 410
-	ExpiresAt *time.Time             `json:"expires_at,omitempty"`
-	Redirect  *CreateRequestRedirect `json:"redirect,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// MaxVisits after this many counted redirects the link answers 410; 0 or absent: no limit
+	MaxVisits *int64 `json:"max_visits,omitempty"`
+
+	// Password 1-128 bytes; the link then redirects only once the password is given (a form for browsers, 401 password_required for others). Stored as a bcrypt hash, never shown: answers say password_protected
+	Password *string                `json:"password,omitempty"`
+	Redirect *CreateRequestRedirect `json:"redirect,omitempty"`
+
+	// Tags labels: each 1-32 of a-z, 0-9, '-' and '_' (upper case is lowered), at most 10 once lowered and deduplicated; stored sorted
+	Tags *[]string `json:"tags,omitempty"`
 
 	// Url absolute http or https URL with a host; no user:password, no control characters, not the shortener itself (in any spelling of its address), not a loopback, unspecified or link-local address, not a denied host
 	Url string `json:"url"`
@@ -263,7 +381,7 @@ type Error struct {
 	Error struct {
 		Code ErrorErrorCode `json:"code"`
 
-		// Field the request field at fault, when there is one: url, alias, redirect or expires_at
+		// Field the request field at fault, when there is one: url, alias, redirect, expires_at, tags, max_visits, password, or a query parameter
 		Field   *string `json:"field,omitempty"`
 		Message string  `json:"message"`
 	} `json:"error"`
@@ -272,14 +390,79 @@ type Error struct {
 // ErrorErrorCode defines model for Error.Error.Code.
 type ErrorErrorCode string
 
+// ErrorDetail an error inside a 200 answer (a batch's link, an import's row): one of Error's codes
+type ErrorDetail struct {
+	Code    string  `json:"code"`
+	Field   *string `json:"field,omitempty"`
+	Message string  `json:"message"`
+}
+
+// ImportIssue defines model for ImportIssue.
+type ImportIssue struct {
+	Code *string `json:"code,omitempty"`
+
+	// Error an error inside a 200 answer (a batch's link, an import's row): one of Error's codes
+	Error ErrorDetail `json:"error"`
+
+	// Row the row's number in the file: a CSV file's header is row 1, a JSON Lines file's rows are its lines
+	Row int `json:"row"`
+}
+
+// ImportSummary defines model for ImportSummary.
+type ImportSummary struct {
+	// Conflicts rows not imported because their code is another key's link, a deleted link's (codes are never reused) or this key's link to another URL (alias_taken); at most 1,000
+	Conflicts *[]ImportIssue `json:"conflicts"`
+
+	// ConflictsOmitted conflicts past the first 1,000
+	ConflictsOmitted int `json:"conflicts_omitted"`
+
+	// Created links created, with the code of their row
+	Created int `json:"created"`
+
+	// Disabled links created disabled because they were password-protected and no export holds a password: set one (PATCH) and enable them; at most 1,000
+	Disabled        *[]ImportIssue `json:"disabled"`
+	DisabledOmitted int            `json:"disabled_omitted"`
+
+	// Existing rows whose code is already this key's link to the same URL (a second import of a file creates nothing)
+	Existing int `json:"existing"`
+
+	// Format the format read, from the header row (CSV) or the content type (JSON Lines: this service's export)
+	Format ImportSummaryFormat `json:"format"`
+
+	// Invalid rows that break a create's rule (the code must pass as an alias); at most 1,000
+	Invalid        *[]ImportIssue `json:"invalid"`
+	InvalidOmitted int            `json:"invalid_omitted"`
+
+	// Rows rows read, the header left out
+	Rows int `json:"rows"`
+}
+
+// ImportSummaryFormat the format read, from the header row (CSV) or the content type (JSON Lines: this service's export)
+type ImportSummaryFormat string
+
 // Link defines model for Link.
 type Link struct {
-	Code      string       `json:"code"`
-	CreatedAt time.Time    `json:"created_at"`
-	ExpiresAt *time.Time   `json:"expires_at,omitempty"`
-	Redirect  LinkRedirect `json:"redirect"`
-	ShortUrl  string       `json:"short_url"`
-	Url       string       `json:"url"`
+	Code      string    `json:"code"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// Disabled turned off by its owner: the link answers 410 disabled until turned on
+	Disabled  bool       `json:"disabled"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// MaxVisits the counted redirects after which the link answers 410; absent: no limit
+	MaxVisits *int64 `json:"max_visits,omitempty"`
+
+	// PasswordProtected whether a password is needed to follow the link (the password itself is never shown)
+	PasswordProtected bool         `json:"password_protected"`
+	Redirect          LinkRedirect `json:"redirect"`
+	ShortUrl          string       `json:"short_url"`
+
+	// Tags sorted; [] for none
+	Tags []string `json:"tags"`
+
+	// UpdatedAt the last edit (PATCH); absent if never edited
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+	Url       string     `json:"url"`
 }
 
 // LinkRedirect defines model for Link.Redirect.
@@ -292,6 +475,31 @@ type LinkPage struct {
 	// NextCursor absent on the last page
 	NextCursor *string `json:"next_cursor,omitempty"`
 }
+
+// PatchRequest An edit: any of the fields, at least one; a field left out is left as it is, and null clears what may be cleared. The same strict JSON as a create (400 invalid_json); each field follows the create's rules (400 with the field named).
+type PatchRequest struct {
+	// Disabled true turns the link off (410 disabled), false on again
+	Disabled *bool `json:"disabled,omitempty"`
+
+	// ExpiresAt RFC 3339, in the future; null: never expires
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// MaxVisits a new visit limit; null or 0: no limit
+	MaxVisits *int64 `json:"max_visits,omitempty"`
+
+	// Password 1-128 bytes sets a new password; null or "" removes it
+	Password *string               `json:"password,omitempty"`
+	Redirect *PatchRequestRedirect `json:"redirect,omitempty"`
+
+	// Tags replaces the tags (rules of a create); null or [] removes them
+	Tags *[]string `json:"tags,omitempty"`
+
+	// Url the new destination, by the create's URL rules
+	Url *string `json:"url,omitempty"`
+}
+
+// PatchRequestRedirect defines model for PatchRequest.Redirect.
+type PatchRequestRedirect int
 
 // Stats defines model for Stats.
 type Stats struct {
@@ -383,13 +591,45 @@ type ListLinksParams struct {
 
 	// Cursor next_cursor of the previous page
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Q a substring of the code (as written: codes are case-sensitive) or of the URL (in any letter case); % and _ match themselves
+	Q *string `form:"q,omitempty" json:"q,omitempty"`
+
+	// Tag only links with this tag (lowered)
+	Tag *string `form:"tag,omitempty" json:"tag,omitempty"`
+
+	// CreatedAfter RFC 3339; only links created after it
+	CreatedAfter *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
+
+	// CreatedBefore RFC 3339; only links created before it
+	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
+
+	// Order newest (the most recently added first) or oldest
+	Order *ListLinksParamsOrder `form:"order,omitempty" json:"order,omitempty"`
 }
+
+// ListLinksParamsOrder defines parameters for ListLinks.
+type ListLinksParamsOrder string
 
 // CreateLinkParams defines parameters for CreateLink.
 type CreateLinkParams struct {
 	// IdempotencyKey 1-255 printable ASCII characters, scoped to the caller (the API key, or the client address when anonymous). A retry with the same key and body returns the first answer (with Idempotent-Replayed: true); another body is 422; a replay of a link deleted since is 410.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
+
+// CreateLinksParams defines parameters for CreateLinks.
+type CreateLinksParams struct {
+	// IdempotencyKey 1-255 printable ASCII characters, scoped to the API key, covering the whole batch: a retry with the same key and links (whitespace aside) returns the same results and creates nothing more (with Idempotent-Replayed: true); other links under the key are 422 before anything is created.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
+// ExportLinksParams defines parameters for ExportLinks.
+type ExportLinksParams struct {
+	Format *ExportLinksParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// ExportLinksParamsFormat defines parameters for ExportLinks.
+type ExportLinksParamsFormat string
 
 // LinkStatsParams defines parameters for LinkStats.
 type LinkStatsParams struct {
@@ -418,6 +658,12 @@ type TrendingParamsWindow string
 
 // CreateLinkJSONRequestBody defines body for CreateLink for application/json ContentType.
 type CreateLinkJSONRequestBody = CreateRequest
+
+// CreateLinksJSONRequestBody defines body for CreateLinks for application/json ContentType.
+type CreateLinksJSONRequestBody = BatchRequest
+
+// EditLinkJSONRequestBody defines body for EditLink for application/json ContentType.
+type EditLinkJSONRequestBody = PatchRequest
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -493,9 +739,9 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
-	// ListLinks List the calling key's links
+	// ListLinks List and search the calling key's links
 	//
-	// The links the key created, newest first, deleted links left out, one page at a time: pass next_cursor back as cursor for the next page.
+	// The links the key created (an admin key's own too: never everyone's), deleted links left out, newest first (or oldest first), one page at a time: pass next_cursor back as cursor for the next page, with the same filters. Each page walks the key's links in ID order from the cursor, reading until it has a page: a filter that matches rarely reads up to all of the key's links, never another key's.
 	//
 	// Corresponds with GET /api/v1/links (the `ListLinks` operationId).
 	ListLinks(ctx context.Context, params *ListLinksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -518,6 +764,40 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/links (the `CreateLink` operationId).
 	CreateLink(ctx context.Context, params *CreateLinkParams, body CreateLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CreateLinksWithBody Create up to 1,000 links
+	//
+	// Each link is created exactly as POST /api/v1/links would create it, in order, and has its own result. The create limit counts links: a batch takes as many as it holds at once, or is refused whole (429; 400 if it holds more than the burst). At most 100 links of a batch may set a password. A body that is not {"links": [...]} with 1 to 1,000 entries is 400 whole.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/links/batch (the `CreateLinks` operationId).
+	CreateLinksWithBody(ctx context.Context, params *CreateLinksParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateLinks Create up to 1,000 links
+	//
+	// Each link is created exactly as POST /api/v1/links would create it, in order, and has its own result. The create limit counts links: a batch takes as many as it holds at once, or is refused whole (429; 400 if it holds more than the burst). At most 100 links of a batch may set a password. A body that is not {"links": [...]} with 1 to 1,000 entries is 400 whole.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/links/batch (the `CreateLinks` operationId).
+	CreateLinks(ctx context.Context, params *CreateLinksParams, body CreateLinksJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExportLinks Download every link of the calling key
+	//
+	// Every link the key created (an admin key's own), not deleted, oldest first, with its clicks counted so far, streamed a page at a time (in bounded memory, however many). Fields, in the CSV's column order: code, short_url, url, redirect, created_at, expires_at (empty: never), disabled, tags (space-separated in CSV), max_visits (empty: no limit), password_protected, clicks; times are RFC 3339 UTC with milliseconds. Never the password. An error after the first page cuts the connection, so a short file is never taken for a whole one. POST /api/v1/links/import reads it back.
+	//
+	// Corresponds with GET /api/v1/links/export (the `ExportLinks` operationId).
+	ExportLinks(ctx context.Context, params *ExportLinksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ImportLinksWithBody Import links from a file
+	//
+	// A CSV file (text/csv) exported by this service, Shlink, YOURLS or Bitly, its format told by its header row, or this service's JSON Lines export (application/x-ndjson); docs/api.md lists the columns read from each. Read as it arrives and inserted 500 rows per statement, in bounded memory. Each row keeps its code (it must pass as an alias); a code taken by another link is a conflict, and one that is already this key's link to the same URL is existing, so importing a file again creates nothing. Clicks are not imported; a password-protected link is created disabled (no export holds its password). An instance runs two imports at once (429 past that). A MySQL error midway is 503: the rows before it stay, and sending the file again completes it.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/links/import (the `ImportLinks` operationId).
+	ImportLinksWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeleteLink Delete a link
 	//
 	// 204 once the delete and its cache invalidation record are committed; every cache tier forgets the link. Only for the key that created the link, or an admin key. Deleting again is 410.
@@ -531,6 +811,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api/v1/links/{code} (the `ShowLink` operationId).
 	ShowLink(ctx context.Context, code Code, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EditLinkWithBody Edit a link
+	//
+	// Change the destination, the redirect, the expiry, disabled, the tags, the visit limit or the password. Committed in MySQL with a cache invalidation record first, then every cache tier forgets the link, as a delete does: once the 200 is sent no instance serves the old destination for more than 1 s while Redis is reachable. A 301 or 308 link may stay cached in browsers for the Cache-Control max-age it was sent with. An expired link may be edited (a later expiry revives it); a deleted one is 410. Only for the key that created the link, or an admin key.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /api/v1/links/{code} (the `EditLink` operationId).
+	EditLinkWithBody(ctx context.Context, code Code, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EditLink Edit a link
+	//
+	// Change the destination, the redirect, the expiry, disabled, the tags, the visit limit or the password. Committed in MySQL with a cache invalidation record first, then every cache tier forgets the link, as a delete does: once the 200 is sent no instance serves the old destination for more than 1 s while Redis is reachable. A 301 or 308 link may stay cached in browsers for the Cache-Control max-age it was sent with. An expired link may be edited (a later expiry revives it); a deleted one is 410. Only for the key that created the link, or an admin key.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /api/v1/links/{code} (the `EditLink` operationId).
+	EditLink(ctx context.Context, code Code, body EditLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// LinkStats A link's clicks: total, series, top referrer hosts, browsers and bots
 	//
@@ -583,9 +881,9 @@ type ClientInterface interface {
 	FollowLinkHead(ctx context.Context, code Code, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
-// ListLinks List the calling key's links
+// ListLinks List and search the calling key's links
 //
-// The links the key created, newest first, deleted links left out, one page at a time: pass next_cursor back as cursor for the next page.
+// The links the key created (an admin key's own too: never everyone's), deleted links left out, newest first (or oldest first), one page at a time: pass next_cursor back as cursor for the next page, with the same filters. Each page walks the key's links in ID order from the cursor, reading until it has a page: a filter that matches rarely reads up to all of the key's links, never another key's.
 //
 // Corresponds with GET /api/v1/links (the `ListLinks` operationId).
 func (c *Client) ListLinks(ctx context.Context, params *ListLinksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -638,6 +936,80 @@ func (c *Client) CreateLink(ctx context.Context, params *CreateLinkParams, body 
 	return c.Client.Do(req)
 }
 
+// CreateLinksWithBody Create up to 1,000 links
+//
+// Each link is created exactly as POST /api/v1/links would create it, in order, and has its own result. The create limit counts links: a batch takes as many as it holds at once, or is refused whole (429; 400 if it holds more than the burst). At most 100 links of a batch may set a password. A body that is not {"links": [...]} with 1 to 1,000 entries is 400 whole.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/links/batch (the `CreateLinks` operationId).
+func (c *Client) CreateLinksWithBody(ctx context.Context, params *CreateLinksParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateLinksRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateLinks Create up to 1,000 links
+//
+// Each link is created exactly as POST /api/v1/links would create it, in order, and has its own result. The create limit counts links: a batch takes as many as it holds at once, or is refused whole (429; 400 if it holds more than the burst). At most 100 links of a batch may set a password. A body that is not {"links": [...]} with 1 to 1,000 entries is 400 whole.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/links/batch (the `CreateLinks` operationId).
+func (c *Client) CreateLinks(ctx context.Context, params *CreateLinksParams, body CreateLinksJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateLinksRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExportLinks Download every link of the calling key
+//
+// Every link the key created (an admin key's own), not deleted, oldest first, with its clicks counted so far, streamed a page at a time (in bounded memory, however many). Fields, in the CSV's column order: code, short_url, url, redirect, created_at, expires_at (empty: never), disabled, tags (space-separated in CSV), max_visits (empty: no limit), password_protected, clicks; times are RFC 3339 UTC with milliseconds. Never the password. An error after the first page cuts the connection, so a short file is never taken for a whole one. POST /api/v1/links/import reads it back.
+//
+// Corresponds with GET /api/v1/links/export (the `ExportLinks` operationId).
+func (c *Client) ExportLinks(ctx context.Context, params *ExportLinksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExportLinksRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ImportLinksWithBody Import links from a file
+//
+// A CSV file (text/csv) exported by this service, Shlink, YOURLS or Bitly, its format told by its header row, or this service's JSON Lines export (application/x-ndjson); docs/api.md lists the columns read from each. Read as it arrives and inserted 500 rows per statement, in bounded memory. Each row keeps its code (it must pass as an alias); a code taken by another link is a conflict, and one that is already this key's link to the same URL is existing, so importing a file again creates nothing. Clicks are not imported; a password-protected link is created disabled (no export holds its password). An instance runs two imports at once (429 past that). A MySQL error midway is 503: the rows before it stay, and sending the file again completes it.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/links/import (the `ImportLinks` operationId).
+func (c *Client) ImportLinksWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewImportLinksRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // DeleteLink Delete a link
 //
 // 204 once the delete and its cache invalidation record are committed; every cache tier forgets the link. Only for the key that created the link, or an admin key. Deleting again is 410.
@@ -662,6 +1034,44 @@ func (c *Client) DeleteLink(ctx context.Context, code Code, reqEditors ...Reques
 // Corresponds with GET /api/v1/links/{code} (the `ShowLink` operationId).
 func (c *Client) ShowLink(ctx context.Context, code Code, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewShowLinkRequest(c.Server, code)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EditLinkWithBody Edit a link
+//
+// Change the destination, the redirect, the expiry, disabled, the tags, the visit limit or the password. Committed in MySQL with a cache invalidation record first, then every cache tier forgets the link, as a delete does: once the 200 is sent no instance serves the old destination for more than 1 s while Redis is reachable. A 301 or 308 link may stay cached in browsers for the Cache-Control max-age it was sent with. An expired link may be edited (a later expiry revives it); a deleted one is 410. Only for the key that created the link, or an admin key.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /api/v1/links/{code} (the `EditLink` operationId).
+func (c *Client) EditLinkWithBody(ctx context.Context, code Code, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEditLinkRequestWithBody(c.Server, code, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EditLink Edit a link
+//
+// Change the destination, the redirect, the expiry, disabled, the tags, the visit limit or the password. Committed in MySQL with a cache invalidation record first, then every cache tier forgets the link, as a delete does: once the 200 is sent no instance serves the old destination for more than 1 s while Redis is reachable. A 301 or 308 link may stay cached in browsers for the Cache-Control max-age it was sent with. An expired link may be edited (a later expiry revives it); a deleted one is 410. Only for the key that created the link, or an admin key.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /api/v1/links/{code} (the `EditLink` operationId).
+func (c *Client) EditLink(ctx context.Context, code Code, body EditLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEditLinkRequest(c.Server, code, body)
 	if err != nil {
 		return nil, err
 	}
@@ -854,6 +1264,66 @@ func NewListLinksRequest(server string, params *ListLinksParams) (*http.Request,
 
 		}
 
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Tag != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tag", *params.Tag, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_after", *params.CreatedAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CreatedBefore != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "created_before", *params.CreatedBefore, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Order != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order", *params.Order, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -923,6 +1393,144 @@ func NewCreateLinkRequestWithBody(server string, params *CreateLinkParams, conte
 	return req, nil
 }
 
+// NewCreateLinksRequest calls the generic CreateLinks builder with application/json body
+func NewCreateLinksRequest(server string, params *CreateLinksParams, body CreateLinksJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateLinksRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateLinksRequestWithBody constructs an http.Request for the CreateLinks method, with any body, and a specified content type
+func NewCreateLinksRequestWithBody(server string, params *CreateLinksParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/batch")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewExportLinksRequest constructs an http.Request for the ExportLinks method
+func NewExportLinksRequest(server string, params *ExportLinksParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/export")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewImportLinksRequestWithBody constructs an http.Request for the ImportLinks method, with any body, and a specified content type
+func NewImportLinksRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/import")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewDeleteLinkRequest constructs an http.Request for the DeleteLink method
 func NewDeleteLinkRequest(server string, code Code) (*http.Request, error) {
 	var err error
@@ -987,6 +1595,53 @@ func NewShowLinkRequest(server string, code Code) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewEditLinkRequest calls the generic EditLink builder with application/json body
+func NewEditLinkRequest(server string, code Code, body EditLinkJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewEditLinkRequestWithBody(server, code, "application/json", bodyReader)
+}
+
+// NewEditLinkRequestWithBody constructs an http.Request for the EditLink method, with any body, and a specified content type
+func NewEditLinkRequestWithBody(server string, code Code, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "code", code, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/links/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -1362,9 +2017,9 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
-	// ListLinksWithResponse List the calling key's links
+	// ListLinksWithResponse List and search the calling key's links
 	//
-	// The links the key created, newest first, deleted links left out, one page at a time: pass next_cursor back as cursor for the next page.
+	// The links the key created (an admin key's own too: never everyone's), deleted links left out, newest first (or oldest first), one page at a time: pass next_cursor back as cursor for the next page, with the same filters. Each page walks the key's links in ID order from the cursor, reading until it has a page: a filter that matches rarely reads up to all of the key's links, never another key's.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1389,6 +2044,42 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/links (the `CreateLink` operationId).
 	CreateLinkWithResponse(ctx context.Context, params *CreateLinkParams, body CreateLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateLinkResponse, error)
 
+	// CreateLinksWithBodyWithResponse Create up to 1,000 links
+	//
+	// Each link is created exactly as POST /api/v1/links would create it, in order, and has its own result. The create limit counts links: a batch takes as many as it holds at once, or is refused whole (429; 400 if it holds more than the burst). At most 100 links of a batch may set a password. A body that is not {"links": [...]} with 1 to 1,000 entries is 400 whole.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/links/batch (the `CreateLinks` operationId).
+	CreateLinksWithBodyWithResponse(ctx context.Context, params *CreateLinksParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateLinksResponse, error)
+
+	// CreateLinksWithResponse Create up to 1,000 links
+	//
+	// Each link is created exactly as POST /api/v1/links would create it, in order, and has its own result. The create limit counts links: a batch takes as many as it holds at once, or is refused whole (429; 400 if it holds more than the burst). At most 100 links of a batch may set a password. A body that is not {"links": [...]} with 1 to 1,000 entries is 400 whole.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/links/batch (the `CreateLinks` operationId).
+	CreateLinksWithResponse(ctx context.Context, params *CreateLinksParams, body CreateLinksJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateLinksResponse, error)
+
+	// ExportLinksWithResponse Download every link of the calling key
+	//
+	// Every link the key created (an admin key's own), not deleted, oldest first, with its clicks counted so far, streamed a page at a time (in bounded memory, however many). Fields, in the CSV's column order: code, short_url, url, redirect, created_at, expires_at (empty: never), disabled, tags (space-separated in CSV), max_visits (empty: no limit), password_protected, clicks; times are RFC 3339 UTC with milliseconds. Never the password. An error after the first page cuts the connection, so a short file is never taken for a whole one. POST /api/v1/links/import reads it back.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api/v1/links/export (the `ExportLinks` operationId).
+	ExportLinksWithResponse(ctx context.Context, params *ExportLinksParams, reqEditors ...RequestEditorFn) (*ExportLinksResponse, error)
+
+	// ImportLinksWithBodyWithResponse Import links from a file
+	//
+	// A CSV file (text/csv) exported by this service, Shlink, YOURLS or Bitly, its format told by its header row, or this service's JSON Lines export (application/x-ndjson); docs/api.md lists the columns read from each. Read as it arrives and inserted 500 rows per statement, in bounded memory. Each row keeps its code (it must pass as an alias); a code taken by another link is a conflict, and one that is already this key's link to the same URL is existing, so importing a file again creates nothing. Clicks are not imported; a password-protected link is created disabled (no export holds its password). An instance runs two imports at once (429 past that). A MySQL error midway is 503: the rows before it stay, and sending the file again completes it.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/links/import (the `ImportLinks` operationId).
+	ImportLinksWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportLinksResponse, error)
+
 	// DeleteLinkWithResponse Delete a link
 	//
 	// 204 once the delete and its cache invalidation record are committed; every cache tier forgets the link. Only for the key that created the link, or an admin key. Deleting again is 410.
@@ -1406,6 +2097,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api/v1/links/{code} (the `ShowLink` operationId).
 	ShowLinkWithResponse(ctx context.Context, code Code, reqEditors ...RequestEditorFn) (*ShowLinkResponse, error)
+
+	// EditLinkWithBodyWithResponse Edit a link
+	//
+	// Change the destination, the redirect, the expiry, disabled, the tags, the visit limit or the password. Committed in MySQL with a cache invalidation record first, then every cache tier forgets the link, as a delete does: once the 200 is sent no instance serves the old destination for more than 1 s while Redis is reachable. A 301 or 308 link may stay cached in browsers for the Cache-Control max-age it was sent with. An expired link may be edited (a later expiry revives it); a deleted one is 410. Only for the key that created the link, or an admin key.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/links/{code} (the `EditLink` operationId).
+	EditLinkWithBodyWithResponse(ctx context.Context, code Code, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EditLinkResponse, error)
+
+	// EditLinkWithResponse Edit a link
+	//
+	// Change the destination, the redirect, the expiry, disabled, the tags, the visit limit or the password. Committed in MySQL with a cache invalidation record first, then every cache tier forgets the link, as a delete does: once the 200 is sent no instance serves the old destination for more than 1 s while Redis is reachable. A 301 or 308 link may stay cached in browsers for the Cache-Control max-age it was sent with. An expired link may be edited (a later expiry revives it); a deleted one is 410. Only for the key that created the link, or an admin key.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /api/v1/links/{code} (the `EditLink` operationId).
+	EditLinkWithResponse(ctx context.Context, code Code, body EditLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*EditLinkResponse, error)
 
 	// LinkStatsWithResponse A link's clicks: total, series, top referrer hosts, browsers and bots
 	//
@@ -1683,6 +2392,276 @@ func (r CreateLinkResponse) ContentType() string {
 	return ""
 }
 
+// CreateLinksResponse200Headers the declared response headers of an HTTP 200 response for CreateLinks
+type CreateLinksResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// CreateLinksResponse429Headers the declared response headers of an HTTP 429 response for CreateLinks
+type CreateLinksResponse429Headers struct {
+	RetryAfter *int
+}
+
+// CreateLinksResponse503Headers the declared response headers of an HTTP 503 response for CreateLinks
+type CreateLinksResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CreateLinksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchResults
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *Error
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateLinksResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateLinksResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateLinksResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CreateLinksResponse) GetJSON200() *BatchResults {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CreateLinksResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CreateLinksResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r CreateLinksResponse) GetJSON413() *Error {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r CreateLinksResponse) GetJSON415() *Error {
+	return r.JSON415
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r CreateLinksResponse) GetJSON422() *Error {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CreateLinksResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CreateLinksResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateLinksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateLinksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateLinksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateLinksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ExportLinksResponse503Headers the declared response headers of an HTTP 503 response for ExportLinks
+type ExportLinksResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ExportLinksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExportLinksResponse503Headers
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ExportLinksResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ExportLinksResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ExportLinksResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ExportLinksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExportLinksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExportLinksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExportLinksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ImportLinksResponse429Headers the declared response headers of an HTTP 429 response for ImportLinks
+type ImportLinksResponse429Headers struct {
+	RetryAfter *int
+}
+
+// ImportLinksResponse503Headers the declared response headers of an HTTP 503 response for ImportLinks
+type ImportLinksResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ImportLinksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ImportSummary
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ImportLinksResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ImportLinksResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ImportLinksResponse) GetJSON200() *ImportSummary {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ImportLinksResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ImportLinksResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ImportLinksResponse) GetJSON413() *Error {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r ImportLinksResponse) GetJSON415() *Error {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ImportLinksResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ImportLinksResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ImportLinksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ImportLinksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ImportLinksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ImportLinksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DeleteLinkResponse429Headers the declared response headers of an HTTP 429 response for DeleteLink
 type DeleteLinkResponse429Headers struct {
 	RetryAfter *int
@@ -1864,6 +2843,124 @@ func (r ShowLinkResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ShowLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// EditLinkResponse429Headers the declared response headers of an HTTP 429 response for EditLink
+type EditLinkResponse429Headers struct {
+	RetryAfter *int
+}
+
+// EditLinkResponse503Headers the declared response headers of an HTTP 503 response for EditLink
+type EditLinkResponse503Headers struct {
+	RetryAfter *int
+}
+
+type EditLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Link
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *Error
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Error
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Error
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *Error
+	// JSON410 the response for an HTTP 410 `application/json` response
+	JSON410 *Error
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *Error
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *Error
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *RateLimited
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *EditLinkResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *EditLinkResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r EditLinkResponse) GetJSON200() *Link {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r EditLinkResponse) GetJSON400() *Error {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r EditLinkResponse) GetJSON401() *Error {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r EditLinkResponse) GetJSON403() *Error {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r EditLinkResponse) GetJSON404() *Error {
+	return r.JSON404
+}
+
+// GetJSON410 returns the response for an HTTP 410 `application/json` response
+func (r EditLinkResponse) GetJSON410() *Error {
+	return r.JSON410
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r EditLinkResponse) GetJSON413() *Error {
+	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r EditLinkResponse) GetJSON415() *Error {
+	return r.JSON415
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r EditLinkResponse) GetJSON429() *RateLimited {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r EditLinkResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r EditLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EditLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EditLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EditLinkResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -2389,9 +3486,9 @@ func (r FollowLinkHeadResponse) ContentType() string {
 	return ""
 }
 
-// ListLinksWithResponse List the calling key's links
+// ListLinksWithResponse List and search the calling key's links
 //
-// The links the key created, newest first, deleted links left out, one page at a time: pass next_cursor back as cursor for the next page.
+// The links the key created (an admin key's own too: never everyone's), deleted links left out, newest first (or oldest first), one page at a time: pass next_cursor back as cursor for the next page, with the same filters. Each page walks the key's links in ID order from the cursor, reading until it has a page: a filter that matches rarely reads up to all of the key's links, never another key's.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -2434,6 +3531,66 @@ func (c *ClientWithResponses) CreateLinkWithResponse(ctx context.Context, params
 	return ParseCreateLinkResponse(rsp)
 }
 
+// CreateLinksWithBodyWithResponse Create up to 1,000 links
+//
+// Each link is created exactly as POST /api/v1/links would create it, in order, and has its own result. The create limit counts links: a batch takes as many as it holds at once, or is refused whole (429; 400 if it holds more than the burst). At most 100 links of a batch may set a password. A body that is not {"links": [...]} with 1 to 1,000 entries is 400 whole.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/links/batch (the `CreateLinks` operationId).
+func (c *ClientWithResponses) CreateLinksWithBodyWithResponse(ctx context.Context, params *CreateLinksParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateLinksResponse, error) {
+	rsp, err := c.CreateLinksWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateLinksResponse(rsp)
+}
+
+// CreateLinksWithResponse Create up to 1,000 links
+//
+// Each link is created exactly as POST /api/v1/links would create it, in order, and has its own result. The create limit counts links: a batch takes as many as it holds at once, or is refused whole (429; 400 if it holds more than the burst). At most 100 links of a batch may set a password. A body that is not {"links": [...]} with 1 to 1,000 entries is 400 whole.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/links/batch (the `CreateLinks` operationId).
+func (c *ClientWithResponses) CreateLinksWithResponse(ctx context.Context, params *CreateLinksParams, body CreateLinksJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateLinksResponse, error) {
+	rsp, err := c.CreateLinks(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateLinksResponse(rsp)
+}
+
+// ExportLinksWithResponse Download every link of the calling key
+//
+// Every link the key created (an admin key's own), not deleted, oldest first, with its clicks counted so far, streamed a page at a time (in bounded memory, however many). Fields, in the CSV's column order: code, short_url, url, redirect, created_at, expires_at (empty: never), disabled, tags (space-separated in CSV), max_visits (empty: no limit), password_protected, clicks; times are RFC 3339 UTC with milliseconds. Never the password. An error after the first page cuts the connection, so a short file is never taken for a whole one. POST /api/v1/links/import reads it back.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api/v1/links/export (the `ExportLinks` operationId).
+func (c *ClientWithResponses) ExportLinksWithResponse(ctx context.Context, params *ExportLinksParams, reqEditors ...RequestEditorFn) (*ExportLinksResponse, error) {
+	rsp, err := c.ExportLinks(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExportLinksResponse(rsp)
+}
+
+// ImportLinksWithBodyWithResponse Import links from a file
+//
+// A CSV file (text/csv) exported by this service, Shlink, YOURLS or Bitly, its format told by its header row, or this service's JSON Lines export (application/x-ndjson); docs/api.md lists the columns read from each. Read as it arrives and inserted 500 rows per statement, in bounded memory. Each row keeps its code (it must pass as an alias); a code taken by another link is a conflict, and one that is already this key's link to the same URL is existing, so importing a file again creates nothing. Clicks are not imported; a password-protected link is created disabled (no export holds its password). An instance runs two imports at once (429 past that). A MySQL error midway is 503: the rows before it stay, and sending the file again completes it.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/links/import (the `ImportLinks` operationId).
+func (c *ClientWithResponses) ImportLinksWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ImportLinksResponse, error) {
+	rsp, err := c.ImportLinksWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseImportLinksResponse(rsp)
+}
+
 // DeleteLinkWithResponse Delete a link
 //
 // 204 once the delete and its cache invalidation record are committed; every cache tier forgets the link. Only for the key that created the link, or an admin key. Deleting again is 410.
@@ -2462,6 +3619,36 @@ func (c *ClientWithResponses) ShowLinkWithResponse(ctx context.Context, code Cod
 		return nil, err
 	}
 	return ParseShowLinkResponse(rsp)
+}
+
+// EditLinkWithBodyWithResponse Edit a link
+//
+// Change the destination, the redirect, the expiry, disabled, the tags, the visit limit or the password. Committed in MySQL with a cache invalidation record first, then every cache tier forgets the link, as a delete does: once the 200 is sent no instance serves the old destination for more than 1 s while Redis is reachable. A 301 or 308 link may stay cached in browsers for the Cache-Control max-age it was sent with. An expired link may be edited (a later expiry revives it); a deleted one is 410. Only for the key that created the link, or an admin key.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/links/{code} (the `EditLink` operationId).
+func (c *ClientWithResponses) EditLinkWithBodyWithResponse(ctx context.Context, code Code, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EditLinkResponse, error) {
+	rsp, err := c.EditLinkWithBody(ctx, code, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEditLinkResponse(rsp)
+}
+
+// EditLinkWithResponse Edit a link
+//
+// Change the destination, the redirect, the expiry, disabled, the tags, the visit limit or the password. Committed in MySQL with a cache invalidation record first, then every cache tier forgets the link, as a delete does: once the 200 is sent no instance serves the old destination for more than 1 s while Redis is reachable. A 301 or 308 link may stay cached in browsers for the Cache-Control max-age it was sent with. An expired link may be edited (a later expiry revives it); a deleted one is 410. Only for the key that created the link, or an admin key.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /api/v1/links/{code} (the `EditLink` operationId).
+func (c *ClientWithResponses) EditLinkWithResponse(ctx context.Context, code Code, body EditLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*EditLinkResponse, error) {
+	rsp, err := c.EditLink(ctx, code, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEditLinkResponse(rsp)
 }
 
 // LinkStatsWithResponse A link's clicks: total, series, top referrer hosts, browsers and bots
@@ -2784,6 +3971,258 @@ func ParseCreateLinkResponse(rsp *http.Response) (*CreateLinkResponse, error) {
 	return response, nil
 }
 
+// ParseCreateLinksResponse parses an HTTP response from a CreateLinksWithResponse call
+func ParseCreateLinksResponse(rsp *http.Response) (*CreateLinksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateLinksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchResults
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateLinksResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateLinksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateLinksResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseExportLinksResponse parses an HTTP response from a ExportLinksWithResponse call
+func ParseExportLinksResponse(rsp *http.Response) (*ExportLinksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExportLinksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ExportLinksResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseImportLinksResponse parses an HTTP response from a ImportLinksWithResponse call
+func ParseImportLinksResponse(rsp *http.Response) (*ImportLinksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ImportLinksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ImportSummary
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers ImportLinksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ImportLinksResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseDeleteLinkResponse parses an HTTP response from a DeleteLinkWithResponse call
 func ParseDeleteLinkResponse(rsp *http.Response) (*DeleteLinkResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -2949,6 +4388,118 @@ func ParseShowLinkResponse(rsp *http.Response) (*ShowLinkResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ShowLinkResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseEditLinkResponse parses an HTTP response from a EditLinkWithResponse call
+func ParseEditLinkResponse(rsp *http.Response) (*EditLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EditLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Link
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 410:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON410 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers EditLinkResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers EditLinkResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
