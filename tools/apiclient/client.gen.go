@@ -68,6 +68,7 @@ const (
 	ErrorErrorCodeUrlLoop              ErrorErrorCode = "url_loop"
 	ErrorErrorCodeUrlScheme            ErrorErrorCode = "url_scheme"
 	ErrorErrorCodeUrlTooLong           ErrorErrorCode = "url_too_long"
+	ErrorErrorCodeVisitsExhausted      ErrorErrorCode = "visits_exhausted"
 )
 
 // Valid indicates whether the value is a known member of the ErrorErrorCode enum.
@@ -122,6 +123,8 @@ func (e ErrorErrorCode) Valid() bool {
 	case ErrorErrorCodeUrlScheme:
 		return true
 	case ErrorErrorCodeUrlTooLong:
+		return true
+	case ErrorErrorCodeVisitsExhausted:
 		return true
 	default:
 		return false
