@@ -159,7 +159,7 @@ func TestCheckEdits(t *testing.T) {
 		{code: "a", via: "nginx", at: 11 * time.Second, status: 302, version: 0},
 		{code: "a", via: "app1", at: 12*time.Second + 500*time.Millisecond, status: 302, version: 0}, // within the grace
 		{code: "a", via: "app2", at: 14 * time.Second, status: 302, version: 1},
-		{code: "a", via: "app2", at: 15 * time.Second, version: -2}, // no answer during the fault
+		{code: "a", via: "app2", at: 15 * time.Second, version: -2},             // no answer during the fault
 		{code: "b", via: "app1", at: 20 * time.Second, status: 302, version: 0}, // its edit was refused
 		{code: "a", via: "app1", at: 50 * time.Second, status: 302, version: 2, final: true},
 		{code: "b", via: "app1", at: 50 * time.Second, status: 302, version: 0, final: true},

@@ -2,6 +2,7 @@ package handler
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -102,22 +103,19 @@ func (h *Handler) register(e *echo.Echo, rs []route) {
 // browsers ask every site for: no alias may take them either.
 var notServed = []string{"favicon.ico", "robots.txt"}
 
-// reservedSegments are the first path segments of every route in rs,
+// reservedSegments are the static segments of every route's path in rs,
 // served with this configuration or not (a configuration can change;
-// an alias is for ever), with notServed: an alias may take none of
-// them, in any letter case.
+// an alias is for ever), with notServed: an alias may take none of them,
+// in any letter case. Not only first segments: /api/v1/links/export is
+// a route beside /api/v1/links/{code}, and a link aliased "export" could
+// not be read there.
 func reservedSegments(rs []route) []string {
 	out := append([]string(nil), notServed...)
 	for _, r := range rs {
-		seg, _, _ := strings.Cut(strings.TrimPrefix(r.path, "/"), "/")
-		if seg == "" || strings.HasPrefix(seg, ":") {
-			continue
-		}
-		seen := false
-		for _, s := range out {
-			seen = seen || strings.EqualFold(s, seg)
-		}
-		if !seen {
+		for _, seg := range strings.Split(strings.Trim(r.path, "/"), "/") {
+			if seg == "" || strings.HasPrefix(seg, ":") || slices.ContainsFunc(out, func(s string) bool { return strings.EqualFold(s, seg) }) {
+				continue
+			}
 			out = append(out, seg)
 		}
 	}

@@ -148,7 +148,7 @@ func TestValidateAlias(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "ab", strings.Repeat("a", 65), "has space", "slash/y", "dot.ted", "é-accent",
-		"api", "API", "healthz", "Readyz", "metrics", "openapi.json", "trending", "Stats", "static", "settings", "robots.txt"} {
+		"api", "API", "healthz", "Readyz", "metrics", "openapi.json", "trending", "Stats", "static", "settings", "robots.txt", "export", "Import", "batch", "links"} {
 		var he *Error
 		if err := h.validateAlias(bad); !errors.As(err, &he) || he.Code != CodeInvalidAlias || he.Field != "alias" {
 			t.Errorf("validateAlias(%q) = %v, want %s about alias", bad, err, CodeInvalidAlias)
@@ -157,17 +157,20 @@ func TestValidateAlias(t *testing.T) {
 }
 
 // TestAliasCannotShadowRoute takes the routes Echo serves (pages on,
-// /metrics on) and checks that no alias may be a route's first path
-// segment: such a link could never be followed.
+// /metrics on) and checks that no alias may be a static segment of a
+// route's path: such a link could never be followed (a first segment),
+// or read or edited by its code (/api/v1/links/export beside
+// /api/v1/links/{code}).
 func TestAliasCannotShadowRoute(t *testing.T) {
 	h := mustNew(Config{Pages: true}, Deps{Metrics: http.NotFoundHandler(), Log: discardLogger()})
 	for _, r := range h.e.Routes() {
-		seg, _, _ := strings.Cut(strings.TrimPrefix(r.Path, "/"), "/")
-		if seg == "" || strings.HasPrefix(seg, ":") {
-			continue
-		}
-		if err := h.validateAlias(seg); err == nil {
-			t.Errorf("alias %q accepted; it shadows %s %s", seg, r.Method, r.Path)
+		for _, seg := range strings.Split(strings.Trim(r.Path, "/"), "/") {
+			if seg == "" || strings.HasPrefix(seg, ":") {
+				continue
+			}
+			if err := h.validateAlias(seg); err == nil {
+				t.Errorf("alias %q accepted; it shadows %s %s", seg, r.Method, r.Path)
+			}
 		}
 	}
 }

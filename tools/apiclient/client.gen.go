@@ -356,7 +356,7 @@ type BatchResults struct {
 
 // CreateRequest Exactly one JSON object; unknown, duplicate or case-variant keys and trailing data are refused (400 invalid_json).
 type CreateRequest struct {
-	// Alias custom code, case-sensitive; not the first segment of a path the shortener serves (api, healthz, readyz, metrics, trending, stats, qr, static, settings, …) in any letter case; 409 if taken
+	// Alias custom code, case-sensitive; not, in any letter case, a fixed segment of a path the shortener serves (api, links, export, import, batch, healthz, readyz, metrics, trending, stats, qr, static, settings, …); 409 if taken
 	Alias *string `json:"alias,omitempty"`
 
 	// ExpiresAt RFC 3339, in the future; afterwards the link answers 410
