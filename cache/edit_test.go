@@ -2,12 +2,14 @@ package cache
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"shortener"
+	"shortener/internal/poll"
 )
 
 // TestEditReachesEveryCache: a link both instances hold (a's L1, Redis,
@@ -39,9 +41,12 @@ func TestEditReachesEveryCache(t *testing.T) {
 	before := shortener.Link{ID: 11, Code: "edit1", URL: "https://example.com/before", Redirect: 302}
 	origin.set(before)
 	for _, c := range []*Cache{a, b} {
-		until(t, "both instances hold the link before the edit", func() bool {
+		poll.Until(t, "both instances to hold the link before the edit", func() error {
 			got, err := c.Resolve(ctx, "edit1")
-			return err == nil && got.URL == before.URL
+			if err == nil && got.URL != before.URL {
+				err = fmt.Errorf("got %+v", got)
+			}
+			return err
 		})
 	}
 	after := before
@@ -49,12 +54,15 @@ func TestEditReachesEveryCache(t *testing.T) {
 	after.PasswordHash = "$2a$10$N9qo8uLOickgx2ZMRZoMyeIjZAgcfl7p92ldGxad68LJZdL17lhWy"
 	origin.set(after)
 	a.Invalidate(ctx, "edit1")
-	same := func(got shortener.Link) bool {
-		return got.URL == after.URL && got.Disabled && got.MaxVisits == 5 && got.PasswordHash == after.PasswordHash
+	// edited says how got differs from the edit, if it does.
+	edited := func(got shortener.Link, err error) error {
+		if err == nil && (got.URL != after.URL || !got.Disabled || got.MaxVisits != 5 || got.PasswordHash != after.PasswordHash) {
+			err = fmt.Errorf("got %+v", got)
+		}
+		return err
 	}
-	until(t, "the other instance answers the edit", func() bool {
-		got, err := b.Resolve(ctx, "edit1")
-		return err == nil && same(got)
+	poll.Until(t, "the other instance to answer the edit", func() error {
+		return edited(b.Resolve(ctx, "edit1"))
 	})
 
 	// A third instance whose origin is down can only learn a link from
@@ -68,10 +76,16 @@ func TestEditReachesEveryCache(t *testing.T) {
 	if _, err := a.Resolve(ctx, "edit2"); err != nil {
 		t.Fatal(err)
 	}
-	until(t, "Redis carries the edited fields to an instance without MySQL", func() bool {
+	poll.Until(t, "Redis to carry the edited fields to an instance without MySQL", func() error {
 		c.forget("edit2")
 		got, err := c.Resolve(ctx, "edit2")
-		return err == nil && same(got) && got.ID == 12
+		if err == nil && got.ID != 12 {
+			err = fmt.Errorf("got ID %d, want 12", got.ID)
+		}
+		if err != nil {
+			return err
+		}
+		return edited(got, nil)
 	})
 }
 
@@ -80,18 +94,4 @@ type downOrigin struct{}
 
 func (downOrigin) Link(context.Context, string) (shortener.Link, error) {
 	return shortener.Link{}, shortener.ErrUnavailable
-}
-
-// until polls cond every 10 ms until it holds; it fails the test, naming
-// what was awaited, if it never does (a guard against hanging, not a
-// bound on how long it may take).
-func until(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting: %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

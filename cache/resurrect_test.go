@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"shortener/internal/poll"
 	"shortener/stack"
 )
 
@@ -181,19 +182,15 @@ func TestCreateReachesOtherInstances(t *testing.T) {
 		}
 	}
 	close(release)
-	deadline := time.Now().Add(10 * time.Second)
 	for _, l := range links {
-		for {
+		poll.Until(t, "the other instance to resolve "+l.Code, func() error {
 			got, err := b.Resolve(ctx, l.Code)
 			if err == nil && got.URL == l.URL {
-				break
+				return nil
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("other instance still answers %v for %s 10 s after the creates; want the link (a's fills: ok %v, skipped %v, error %v, deleted %v)",
-					err, l.Code, count(a.m.fills, "ok"), count(a.m.fills, "skipped"), count(a.m.fills, "error"), count(a.m.fills, fillDeleted))
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return fmt.Errorf("%+v, %v (a's fills: ok %v, skipped %v, error %v, deleted %v)",
+				got, err, count(a.m.fills, "ok"), count(a.m.fills, "skipped"), count(a.m.fills, "error"), count(a.m.fills, fillDeleted))
+		})
 	}
 	if sent := count(a.m.fills, "ok"); sent < float64(len(links)) {
 		t.Errorf("%v fills written, want at least %d", sent, len(links))
@@ -204,18 +201,18 @@ func TestCreateReachesOtherInstances(t *testing.T) {
 func waitSubscribed(t *testing.T, a, b *Cache) {
 	t.Helper()
 	probe := shortener.Link{Code: "probe", URL: "https://example.com/p", Redirect: 302}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	announce := func() {
 		b.l1.put(probe)
 		a.enqueue(fill{link: probe, gen: a.gens.get("probe"), read: time.Now(), announce: true})
-		time.Sleep(20 * time.Millisecond)
-		if _, ok := b.l1.get("probe"); !ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the other instance never heard the invalidation channel")
-		}
 	}
+	announce()
+	poll.Until(t, "the other instance to hear the invalidation channel", func() error {
+		if _, ok := b.l1.get("probe"); !ok {
+			return nil
+		}
+		announce() // again: b's subscription may not have been up
+		return errors.New("the probe is still in b's L1")
+	})
 }
 
 // limitCounts is how many counts c has sent to the master or given up on.
@@ -235,13 +232,12 @@ func takeAndWait(t *testing.T, c *Cache, key string, rate float64, burst int) (b
 	}
 	before := limitCounts(c)
 	c.Take(key, rate, burst)
-	deadline := time.Now().Add(20 * time.Second)
-	for limitCounts(c) == before {
-		if time.Now().After(deadline) {
-			t.Fatal("a count never reached the master")
+	poll.Until(t, "the count to reach the master", func() error {
+		if n := limitCounts(c); n == before {
+			return fmt.Errorf("%v counts sent or given up, as before", n)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	if got := count(c.m.limits, "ok"); got == 0 {
 		t.Fatalf("the count failed (errors %v)", count(c.m.limits, "error"))
 	}
@@ -337,13 +333,12 @@ func TestCreateLimitDoesNotWaitOnAFrozenMaster(t *testing.T) {
 	}
 	<-stalled // the count is on its way to the frozen master
 	close(release)
-	deadline := time.Now().Add(30 * time.Second)
-	for count(c.m.limits, "error") == 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the count never failed on the frozen master (ok %v)", count(c.m.limits, "ok"))
+	poll.Until(t, "the count to fail on the frozen master", func() error {
+		if count(c.m.limits, "error") == 0 {
+			return fmt.Errorf("no error; ok %v", count(c.m.limits, "ok"))
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestDeletePendingUntilEveryReplicaApplied: an invalidation stays pending
@@ -384,27 +379,26 @@ func TestDeletePendingUntilEveryReplicaApplied(t *testing.T) {
 		out.mu.Unlock()
 		// Let the replay send it several times while the replica is away.
 		sent := count(c.m.invalidated, "sent")
-		deadline := time.Now().Add(20 * time.Second)
-		for count(c.m.invalidated, "sent") < sent+4 && pendingIn() == 1 {
-			if time.Now().After(deadline) {
-				r, w := c.BreakerStates()
-				t.Fatalf("round %d: the replay never reached the master (sent %v, errors %v, skipped %v; breakers read %s, write %s)",
-					round, count(c.m.invalidated, "sent")-sent, count(c.m.invalidated, "error"), count(c.m.invalidated, "skipped"), r, w)
+		poll.Until(t, fmt.Sprintf("round %d: the replay to send %s four times", round, code), func() error {
+			if count(c.m.invalidated, "sent") >= sent+4 || pendingIn() != 1 {
+				return nil
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			r, w := c.BreakerStates()
+			return fmt.Errorf("sent %v, errors %v, skipped %v; breakers read %s, write %s",
+				count(c.m.invalidated, "sent")-sent, count(c.m.invalidated, "error"), count(c.m.invalidated, "skipped"), r, w)
+		})
 		if pendingIn() != 1 || !c.pending.has(code) {
 			t.Fatalf("round %d: with a replica that missed the DEL, the record was done (outbox %d, pending %v); a stale node could serve %s", round, pendingIn(), c.pending.has(code), code)
 		}
 		if err := replica.Cont(); err != nil {
 			t.Fatal(err)
 		}
-		for pendingIn() != 0 {
-			if time.Now().After(deadline.Add(20 * time.Second)) {
-				t.Fatalf("round %d: the record stayed pending after every replica was back", round)
+		poll.Until(t, fmt.Sprintf("round %d: the record done once every replica is back", round), func() error {
+			if n := pendingIn(); n != 0 {
+				return fmt.Errorf("%d records in the outbox", n)
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"shortener/internal/poll"
 	"shortener/stack"
 	"shortener/stack/stacktest"
 )
@@ -97,6 +98,8 @@ func TestDelayedFillCannotUndoADelete(t *testing.T) {
 			// follows); the hook says when a fill is owed.
 			for !holding.Load() {
 				a.Resolve(ctx, l.Code) //nolint:errcheck // the hook is the signal
+				// Paces the lookups, on fill's own goroutine: the
+				// test waits for the hook (<-entered), not for this.
 				time.Sleep(20 * time.Millisecond)
 			}
 		}},
@@ -146,21 +149,21 @@ func delayFillPastDelete(t *testing.T, a, b *Cache, origin *lockedOrigin, out *f
 	out.mu.Unlock()
 	sent := count(b.m.invalidated, "sent")
 	b.Invalidate(ctx, code)
-	deadline := time.Now().Add(20 * time.Second)
-	for count(b.m.invalidated, "sent") == sent { // B's own send, or its replay
-		if time.Now().After(deadline) {
-			t.Fatal("B's invalidation never reached Redis")
+	// B's own send, or its replay.
+	poll.Until(t, "B's invalidation to reach Redis", func() error {
+		if n := count(b.m.invalidated, "sent"); n == sent {
+			return fmt.Errorf("%v invalidations sent, as before the delete", n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 
 	close(release) // A's delayed fill goes out now
-	for fillsCounted(a) == before {
-		if time.Now().After(deadline) {
-			t.Fatal("A's fill never finished")
+	poll.Until(t, "A's fill to finish", func() error {
+		if n := fillsCounted(a); n == before {
+			return fmt.Errorf("%v fills counted, as before", n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // redisGet reads key from one Redis node.

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"shortener/internal/poll"
 )
 
 // testLinks are the links the fake servers redirect.
@@ -37,23 +39,11 @@ func redirector(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotFound)
 }
 
-// testPatience bounds the waits of these tests: what they wait for takes
-// milliseconds, and the bound only turns a hang into a failure that names
-// what was awaited, so it is far above anything a busy machine (or the
-// race detector) makes of it.
-const testPatience = 2 * time.Minute
-
-// waitUntil polls cond, failing the test after testPatience.
-func waitUntil(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	if err := waitFor(context.Background(), testPatience, cond); err != nil {
-		tb.Fatalf("waiting for %s: %v", what, err)
-	}
-}
-
+// stop stops l, within poll's patience: the bound only turns a hang into
+// a failure.
 func stop(tb testing.TB, l *Load) []Result {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testPatience)
+	ctx, cancel := context.WithTimeout(context.Background(), poll.Patience)
 	defer cancel()
 	res, err := l.Stop(ctx)
 	if err != nil {
@@ -105,7 +95,12 @@ func TestStallIsLatencyNotFewerRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "requests to be dropped at the in-flight bound", func() bool { return countDropped(l) >= 5 })
+	poll.Until(t, "requests to be dropped at the in-flight bound", func() error {
+		if n := countDropped(l); n < 5 {
+			return fmt.Errorf("%d dropped", n)
+		}
+		return nil
+	})
 	opened := time.Since(l.Start())
 	close(gate)
 	results := stop(t, l)
@@ -171,12 +166,17 @@ func TestCreateRetriesWithTheSameKey(t *testing.T) {
 	// it, and a timeout no busy machine reaches, so what is checked is the
 	// retry, not the machine. A create dropped at the bound anyway is the
 	// in-flight test's business; it sends nothing, so it is left out.
-	cfg.Rate, cfg.MaxInFlight, cfg.Timeout = 50, 10_000, testPatience
+	cfg.Rate, cfg.MaxInFlight, cfg.Timeout = 50, 10_000, poll.Patience
 	l, err := StartLoad(context.Background(), cfg, NewClient(cfg.MaxInFlight))
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "ten creates", func() bool { return completed(l)-countDropped(l) >= 10 })
+	poll.Until(t, "ten creates", func() error {
+		if n := completed(l) - countDropped(l); n < 10 {
+			return fmt.Errorf("%d completed", n)
+		}
+		return nil
+	})
 	results := slices.DeleteFunc(stop(t, l), func(r Result) bool { return r.Dropped })
 	for _, r := range results {
 		if r.Kind != Create || r.Outcome != OK || r.Attempts != 2 || !r.Replayed || r.Code != "k"+r.Key {
@@ -261,8 +261,11 @@ func TestPaceKeepsTheRate(t *testing.T) {
 	}
 	// Not a second of wall clock: on a busy machine the pacer may not yet
 	// have dispatched the last requests due in it, which Stop would drop.
-	waitUntil(t, "the first second's requests", func() bool {
-		return completed(l)+len(l.slots) >= 500
+	poll.Until(t, "the first second's requests", func() error {
+		if n := completed(l) + len(l.slots); n < 500 {
+			return fmt.Errorf("%d completed or in flight", n)
+		}
+		return nil
 	})
 	results := stop(t, l)
 	inFirst := map[Kind]int{}

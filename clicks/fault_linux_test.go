@@ -4,6 +4,7 @@ package clicks
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"shortener/internal/poll"
 	"shortener/stack/stacktest"
 )
 
@@ -108,7 +110,12 @@ func TestFullVolume(t *testing.T) {
 	// deleting it frees room for the next.
 	sink := newMemSink()
 	runShipper(t, j, sink, nil)
-	eventually(t, "the journaled clicks shipped", func() bool { return sink.total() == recorded })
+	poll.Until(t, "the journaled clicks shipped", func() error {
+		if got := sink.total(); got != recorded {
+			return fmt.Errorf("got %v, want %v", got, recorded)
+		}
+		return nil
+	})
 
 	// Space returns: within a retry interval the next click begins a
 	// segment and is journaled.
@@ -126,7 +133,12 @@ func TestFullVolume(t *testing.T) {
 	if got := int(testutil.ToFloat64(j.recorded)); got != recorded+1 {
 		t.Fatalf("recorded %d after space returned, want %d", got, recorded+1)
 	}
-	eventually(t, "the click after the outage shipped", func() bool { return sink.total() == recorded+1 })
+	poll.Until(t, "the click after the outage shipped", func() error {
+		if got := sink.total(); got != recorded+1 {
+			return fmt.Errorf("got %v, want %v", got, recorded+1)
+		}
+		return nil
+	})
 }
 
 // TestOpenOnFullVolume starts a journal on a volume that is already full:

@@ -2,6 +2,7 @@ package clicks
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"shortener"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"shortener/internal/poll"
 	"shortener/stack/stacktest"
 	"shortener/store"
 )
@@ -99,11 +101,21 @@ func restoreOlderCopy(t *testing.T, sink Sink, total func() int) {
 	done := make(chan error, 1)
 	go func() { done <- s1.Run(ctx) }()
 	record(j1, 600)
-	eventually(t, "600 clicks counted", func() bool { return total() == 600 })
+	poll.Until(t, "600 clicks counted", func() error {
+		if got := total(); got != 600 {
+			return fmt.Errorf("got %v, want %v", got, 600)
+		}
+		return nil
+	})
 	backup := filepath.Join(t.TempDir(), "backup")
 	copyDir(t, dir, backup)
 	record(j1, 600)
-	eventually(t, "1,200 clicks counted", func() bool { return total() == 1200 })
+	poll.Until(t, "1,200 clicks counted", func() error {
+		if got := total(); got != 1200 {
+			return fmt.Errorf("got %v, want %v", got, 1200)
+		}
+		return nil
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -122,8 +134,11 @@ func restoreOlderCopy(t *testing.T, sink Sink, total func() int) {
 	j2 := openJournal(t, cfg, nil)
 	runShipper(t, j2, sink, nil)
 	record(j2, 600)
-	eventually(t, "the restored copy's segments deleted, the new run's shipped", func() bool {
-		return total() >= 1800 && segmentCount(t, dir) == 1
+	poll.Until(t, "the restored copy's segments deleted, the new run's shipped", func() error {
+		if n, segs := total(), segmentCount(t, dir); n < 1800 || segs != 1 {
+			return fmt.Errorf("%d clicks counted, %d segments", n, segs)
+		}
+		return nil
 	})
 	if got := total(); got != 1800 {
 		t.Errorf("counted %d clicks, want 1800", got)
@@ -141,7 +156,12 @@ func cloneLiveVolume(t *testing.T, sink Sink, total func() int) {
 	a := openJournal(t, Config{Dir: dirA, NodeID: 1, SegmentBytes: 64 << 10}, nil)
 	runShipper(t, a, sink, nil)
 	record(a, 300)
-	eventually(t, "300 clicks counted", func() bool { return total() == 300 })
+	poll.Until(t, "300 clicks counted", func() error {
+		if got := total(); got != 300 {
+			return fmt.Errorf("got %v, want %v", got, 300)
+		}
+		return nil
+	})
 	record(a, 200) // in the clone too, not yet counted
 	dirB := filepath.Join(t.TempDir(), "clone")
 	copyDir(t, dirA, dirB)
@@ -149,14 +169,22 @@ func cloneLiveVolume(t *testing.T, sink Sink, total func() int) {
 	runShipper(t, b, sink, nil)
 	record(b, 400)
 	record(a, 500)
-	eventually(t, "1,400 clicks counted", func() bool { return total() >= 1400 })
+	poll.Until(t, "1,400 clicks counted", func() error {
+		if got := total(); got < 1400 {
+			return fmt.Errorf("got %v, want at least %v", got, 1400)
+		}
+		return nil
+	})
 	// Both shippers are caught up once each has reached its writer.
-	eventually(t, "both shippers caught up", func() bool {
+	poll.Until(t, "both shippers caught up", func() error {
 		la, _ := a.readable(a.seq)
 		lb, _ := b.readable(b.seq)
 		pa, _ := sink.ShippedTo(context.Background(), a.ID(), a.seq)
 		pb, _ := sink.ShippedTo(context.Background(), b.ID(), b.seq)
-		return pa == la && pb == lb
+		if pa != la || pb != lb {
+			return fmt.Errorf("a shipped to %d of %d, b to %d of %d", pa, la, pb, lb)
+		}
+		return nil
 	})
 	if got := total(); got != 1400 {
 		t.Errorf("counted %d clicks, want 1400", got)

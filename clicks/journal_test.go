@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"log/slog"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"shortener/internal/poll"
 )
 
 // memSink is the Sink's contract in memory: positions per segment and
@@ -207,18 +210,6 @@ func record(j *Journal, n int) {
 	wg.Wait()
 }
 
-// eventually polls cond until it holds or a generous deadline passes.
-func eventually(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // runShipper runs a shipper of j into sink until the test ends.
 func runShipper(tb testing.TB, j *Journal, sink Sink, reg prometheus.Registerer) *Shipper {
 	tb.Helper()
@@ -257,8 +248,18 @@ func TestRecordShipRotateDelete(t *testing.T) {
 		t.Fatalf("got %d segments after 5000 clicks in 4 KiB segments, want many", n)
 	}
 	runShipper(t, j, sink, nil)
-	eventually(t, "all clicks shipped", func() bool { return sink.total() >= 5000 })
-	eventually(t, "shipped segments deleted", func() bool { return segmentCount(t, dir) == 1 })
+	poll.Until(t, "all clicks shipped", func() error {
+		if got := sink.total(); got < 5000 {
+			return fmt.Errorf("got %v, want at least %v", got, 5000)
+		}
+		return nil
+	})
+	poll.Until(t, "shipped segments deleted", func() error {
+		if got := segmentCount(t, dir); got != 1 {
+			return fmt.Errorf("got %v, want %v", got, 1)
+		}
+		return nil
+	})
 	if got := sink.total(); got != 5000 {
 		t.Errorf("counted %d clicks, want 5000", got)
 	}
@@ -307,9 +308,24 @@ func TestReplayAfterCrash(t *testing.T) {
 	}
 	record(j2, 1000)
 	runShipper(t, j2, sink, nil)
-	eventually(t, "all 4000 clicks shipped", func() bool { return sink.total() >= 4000 })
-	eventually(t, "old segments deleted", func() bool { return segmentCount(t, dir) == 1 })
-	eventually(t, "the crashed run's journal retired", func() bool { return sink.isRetired(j1.ID()) })
+	poll.Until(t, "all 4000 clicks shipped", func() error {
+		if got := sink.total(); got < 4000 {
+			return fmt.Errorf("got %v, want at least %v", got, 4000)
+		}
+		return nil
+	})
+	poll.Until(t, "old segments deleted", func() error {
+		if got := segmentCount(t, dir); got != 1 {
+			return fmt.Errorf("got %v, want %v", got, 1)
+		}
+		return nil
+	})
+	poll.Until(t, "the crashed run's journal retired", func() error {
+		if !sink.isRetired(j1.ID()) {
+			return fmt.Errorf("journal %d not retired", j1.ID())
+		}
+		return nil
+	})
 	if got := sink.total(); got != 4000 {
 		t.Errorf("counted %d clicks, want 4000", got)
 	}
@@ -350,7 +366,12 @@ func TestCrashLeavesZeroTail(t *testing.T) {
 	j2 := openJournal(t, Config{Dir: crashed, NodeID: 1, SegmentBytes: 8 << 10}, nil)
 	sink := newMemSink()
 	s := runShipper(t, j2, sink, nil)
-	eventually(t, "crashed segments shipped and deleted", func() bool { return segmentCount(t, crashed) == 1 })
+	poll.Until(t, "crashed segments shipped and deleted", func() error {
+		if got := segmentCount(t, crashed); got != 1 {
+			return fmt.Errorf("got %v, want %v", got, 1)
+		}
+		return nil
+	})
 	if got := sink.total(); got != 700 {
 		t.Errorf("counted %d clicks, want 700", got)
 	}
@@ -382,7 +403,12 @@ func TestTornTail(t *testing.T) {
 	sink := newMemSink()
 	reg := prometheus.NewRegistry()
 	s := runShipper(t, j2, sink, reg)
-	eventually(t, "torn segment deleted", func() bool { return segmentCount(t, dir) == 1 })
+	poll.Until(t, "torn segment deleted", func() error {
+		if got := segmentCount(t, dir); got != 1 {
+			return fmt.Errorf("got %v, want %v", got, 1)
+		}
+		return nil
+	})
 	if got := sink.total(); got != 99 {
 		t.Errorf("counted %d clicks, want 99 (100 minus the torn one)", got)
 	}
@@ -419,7 +445,12 @@ func TestCorruptRecordSkipped(t *testing.T) {
 	j2 := openJournal(t, Config{Dir: dir, NodeID: 1}, nil)
 	sink := newMemSink()
 	s := runShipper(t, j2, sink, nil)
-	eventually(t, "segment shipped and deleted", func() bool { return segmentCount(t, dir) == 1 })
+	poll.Until(t, "segment shipped and deleted", func() error {
+		if got := segmentCount(t, dir); got != 1 {
+			return fmt.Errorf("got %v, want %v", got, 1)
+		}
+		return nil
+	})
 	if got := sink.total(); got != 49 {
 		t.Errorf("counted %d clicks, want 49", got)
 	}
@@ -455,9 +486,19 @@ func TestBoundReached(t *testing.T) {
 		t.Errorf("journal holds %d bytes, over its bound of %d", size, 16<<10)
 	}
 	sink.setDown(false)
-	eventually(t, "journal drained", func() bool { return sink.total() == int(stored) })
+	poll.Until(t, "journal drained", func() error {
+		if got := sink.total(); got != int(stored) {
+			return fmt.Errorf("got %v, want %v", got, int(stored))
+		}
+		return nil
+	})
 	record(j, 10)
-	eventually(t, "new clicks shipped", func() bool { return sink.total() == int(stored)+10 })
+	poll.Until(t, "new clicks shipped", func() error {
+		if got := sink.total(); got != int(stored)+10 {
+			return fmt.Errorf("got %v, want %v", got, int(stored)+10)
+		}
+		return nil
+	})
 	if got := testutil.ToFloat64(j.dropped.WithLabelValues("full")); got != dropped {
 		t.Errorf("dropped %v after draining, want still %v", got, dropped)
 	}
@@ -653,9 +694,13 @@ func TestIdleJournalWritesNothing(t *testing.T) {
 	j := openJournal(t, Config{SyncInterval: 5 * time.Millisecond}, nil)
 	record(j, 100)
 	afterSyncs := func(n int64) {
-		for target := j.syncs.rounds.Load() + n; j.syncs.rounds.Load() < target; {
-			time.Sleep(time.Millisecond) // polls the sync loop's count
-		}
+		target := j.syncs.rounds.Load() + n
+		poll.Until(t, fmt.Sprintf("%d more fsync rounds", n), func() error {
+			if got := j.syncs.rounds.Load(); got < target {
+				return fmt.Errorf("%d of %d rounds", got, target)
+			}
+			return nil
+		})
 	}
 	afterSyncs(3) // the clicks' own pages, and one window after them
 	before := writtenBytes(t)

@@ -24,6 +24,7 @@ import (
 
 	"shortener/clicks"
 	"shortener/handler"
+	"shortener/internal/poll"
 	"shortener/nginx"
 	"shortener/stack"
 	"shortener/stack/stacktest"
@@ -72,18 +73,14 @@ func startNginx(tb testing.TB, apps []string) string {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
 	})
-	base := "http://" + addr
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if c, err := net.Dial("tcp", addr); err == nil {
+	poll.Until(tb, "nginx to listen on "+addr, func() error {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
 			c.Close()
-			return base
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("nginx did not listen on %s", addr)
-		}
-		time.Sleep(10 * time.Millisecond) // polling for the port, not synchronisation
-	}
+		return err
+	})
+	return "http://" + addr
 }
 
 // noRedirects is a client that returns redirects instead of following them.
@@ -268,13 +265,13 @@ func TestNginxRetryCountsOnce(t *testing.T) {
 		t.Cleanup(func() { cancel(); <-done })
 	}
 	for _, reg := range regs {
-		deadline := time.Now().Add(60 * time.Second)
-		for metric(t, reg, "shortener_clicks_recorded_total") != metric(t, reg, "shortener_clicks_shipped_total")+metric(t, reg, "shortener_clicks_duplicate_total") {
-			if time.Now().After(deadline) {
-				t.Fatal("journals not shipped within a minute")
+		poll.Until(t, "the journal shipped", func() error {
+			rec, shipped, dup := metric(t, reg, "shortener_clicks_recorded_total"), metric(t, reg, "shortener_clicks_shipped_total"), metric(t, reg, "shortener_clicks_duplicate_total")
+			if rec != shipped+dup {
+				return fmt.Errorf("%v recorded, %v shipped, %v found counted", rec, shipped, dup)
 			}
-			time.Sleep(10 * time.Millisecond) // polling the shipper's progress
-		}
+			return nil
+		})
 	}
 	stats, err := db.ClickStats(ctx, link.ID, link.CreatedAt.Truncate(time.Hour), link.CreatedAt.Truncate(time.Hour).Add(2*time.Hour), false, 10)
 	if err != nil {

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"shortener/internal/poll"
 )
 
 // The Docker end-to-end test runs only when asked for with
@@ -185,18 +187,17 @@ func TestComposeEndToEnd(t *testing.T) {
 	}
 	// up -d returns once nginx's container has started, not once it
 	// listens: until then the published port's proxy accepts and closes.
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	poll.Until(t, "nginx to answer /healthz after up", func() error {
 		resp, err := client.Get(p.base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nginx did not answer /healthz within 90 s of up: %v", err)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/healthz answered %d", resp.StatusCode)
 		}
-	}
+		return nil
+	})
 	// A user's first steps: create through nginx, follow.
 	first, err := create(ctx, client, p.base, "https://example.com/compose", "first")
 	if err != nil {
@@ -265,27 +266,22 @@ func TestComposeEndToEnd(t *testing.T) {
 	if _, err := p.docker(ctx, "kill", p.container(ctx, masterService)); err != nil {
 		t.Fatal(err)
 	}
-	var failover time.Duration
-	for deadline := time.Now().Add(90 * time.Second); ; {
+	// Every half second, not every 100 ms: each question is a docker
+	// exec, about 0.3 s of CPU with the CLI on a 2-core machine, and
+	// asked every 100 ms they took most of a core from the stack while
+	// it failed over. The sentinels' logs time the switch to the
+	// millisecond (switchedMaster).
+	poll.Every(t, "a new master after killing "+oldMaster, 500*time.Millisecond, func() error {
 		m, err := p.sentinel(ctx, "get-master-addr-by-name", "shortener")
-		if err == nil && len(strings.Fields(m)) > 0 && strings.Fields(m)[0] != oldMaster {
-			failover = time.Since(killed)
-			t.Logf("killed the Redis master %s (%s); sentinel-1 named %s the master %s after (polling through docker exec)", masterService, oldMaster, strings.Fields(m)[0], failover.Round(time.Millisecond))
-			if at, ok := p.switchedMaster(ctx); ok {
-				t.Logf("the sentinels' logs: +switch-master %s after the kill", at.Sub(killed).Round(time.Millisecond))
-			}
-			break
+		if err != nil || len(strings.Fields(m)) == 0 || strings.Fields(m)[0] == oldMaster {
+			return fmt.Errorf("sentinel-1 answered %q, %v", m, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no new master 90 s after killing %s: %v %q", oldMaster, err, m)
+		t.Logf("killed the Redis master %s (%s); sentinel-1 named %s the master %s after (polling through docker exec)", masterService, oldMaster, strings.Fields(m)[0], time.Since(killed).Round(time.Millisecond))
+		if at, ok := p.switchedMaster(ctx); ok {
+			t.Logf("the sentinels' logs: +switch-master %s after the kill", at.Sub(killed).Round(time.Millisecond))
 		}
-		// Every half second, not every 100 ms: each question is a docker
-		// exec, about 0.3 s of CPU with the CLI on a 2-core machine, and
-		// asked every 100 ms they took most of a core from the stack
-		// while it failed over. The sentinels' logs time the switch to
-		// the millisecond (switchedMaster).
-		time.Sleep(500 * time.Millisecond)
-	}
+		return nil
+	})
 	time.Sleep(3 * time.Second)
 	if _, err := p.docker(ctx, "kill", p.container(ctx, "app1")); err != nil {
 		t.Fatal(err)
@@ -340,16 +336,14 @@ func TestComposeEndToEnd(t *testing.T) {
 	if _, err := p.docker(ctx, "start", p.container(ctx, "app1")); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	poll.Until(t, "nginx to send the started app1 a redirect", func() error {
 		ans, err := ask(ctx, client, p.base, first)
-		if err == nil && ans.servedBy == "app1" && ans.status == http.StatusFound {
-			t.Logf("app1 started again: nginx sent it a redirect %s later", time.Since(restarted).Round(100*time.Millisecond))
-			break
+		if err != nil || ans.servedBy != "app1" || ans.status != http.StatusFound {
+			return fmt.Errorf("%+v, %v", ans, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("app1 started again, but nginx sent it no redirect within 90 s: %v %+v", err, ans)
-		}
-	}
+		return nil
+	})
+	t.Logf("app1 started again: nginx sent it a redirect %s later", time.Since(restarted).Round(100*time.Millisecond))
 
 	// The sentinels know every node by address: none may have tried to
 	// resolve a name (a lookup blocks a sentinel's event loop, the cause
@@ -433,18 +427,15 @@ func (p *composeProject) down(tb testing.TB) {
 // sentinels: before that, killing the master could not fail over.
 func waitSentinels(ctx context.Context, tb testing.TB, p *composeProject) {
 	tb.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	// Each question is a docker exec: see the failover's wait.
+	poll.Every(tb, "sentinel-1 to know 2 replicas and 2 sentinels", 200*time.Millisecond, func() error {
 		r, err1 := p.sentinel(ctx, "replicas", "shortener")
 		s, err2 := p.sentinel(ctx, "sentinels", "shortener")
 		if err1 == nil && err2 == nil && strings.Count(r, "\nflags\nslave\n") == 2 && strings.Count(s, "\nflags\nsentinel\n") == 2 {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("sentinels did not find 2 replicas and 2 sentinels in 60 s: %v %v\n%s\n%s", err1, err2, r, s)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("%v %v\n%s\n%s", err1, err2, r, s)
+	})
 }
 
 // load is a bounded open-model load: redirects and creates at constant

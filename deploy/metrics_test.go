@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"shortener/internal/poll"
 	"shortener/stack/stacktest"
 )
 
@@ -111,17 +113,17 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 		}
 	})
 	client := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if resp, err := client.Get(base + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
+	poll.Until(t, "the app ready", func() error {
+		resp, err := client.Get(base + "/readyz")
+		if err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the app was not ready in 60 s")
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz answered %d", resp.StatusCode)
 		}
-	}
+		return nil
+	})
 	// Traffic that touches every tier: a create, lookups (L1 miss, Redis,
 	// MySQL), an unknown code.
 	code, err := create(ctx, client, base, "https://example.com/metrics", "metrics-1")
@@ -139,7 +141,7 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 
 	exported := map[string]bool{}
 	// Lease renewals come every third of the TTL: wait for the first.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	poll.Until(t, "the first lease renewal in /metrics", func() error {
 		resp, err := client.Get(base + "/metrics")
 		if err != nil {
 			t.Fatal(err)
@@ -154,10 +156,11 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 			name := l[:strings.IndexAny(l, "{ ")]
 			exported[name] = true
 		}
-		if strings.Contains(string(body), `shortener_node_lease_renewals_total{result="ok"} 1`) || time.Now().After(deadline) {
-			break
+		if !strings.Contains(string(body), `shortener_node_lease_renewals_total{result="ok"}`) {
+			return errors.New("no successful renewal counted")
 		}
-	}
+		return nil
+	})
 	used := dashboardMetrics(t)
 	for m, where := range alertMetrics(t) {
 		used[m] = append(used[m], where...)

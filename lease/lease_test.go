@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"shortener/internal/poll"
 	"shortener/store"
 )
 
@@ -204,15 +206,14 @@ func TestKeepStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- l.Keep(ctx, func(now time.Time) time.Time { return now }) }()
-	for {
+	poll.Until(t, "two renewals", func() error {
 		st.mu.Lock()
-		n := len(st.renewed)
-		st.mu.Unlock()
-		if n >= 2 {
-			break
+		defer st.mu.Unlock()
+		if n := len(st.renewed); n < 2 {
+			return fmt.Errorf("%d renewals", n)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("Keep after cancel: %v, want nil", err)

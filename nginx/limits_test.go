@@ -14,7 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
+
+	"shortener/internal/poll"
 )
 
 // TestPerAddressLimits runs real nginx with the rendered config in front
@@ -61,16 +62,13 @@ func TestPerAddressLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() }()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		if conn, err := net.Dial("tcp", addr); err == nil {
+	poll.Until(t, "nginx to listen on "+addr, func() error {
+		conn, err := net.Dial("tcp", addr)
+		if err == nil {
 			conn.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nginx did not listen on %s", addr)
-		}
-		time.Sleep(10 * time.Millisecond) // polling for the port
-	}
+		return err
+	})
 	from := func(src string) *http.Client {
 		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
 		return &http.Client{

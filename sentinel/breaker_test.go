@@ -2,11 +2,14 @@ package sentinel
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"shortener/internal/poll"
 )
 
 var errDown = errors.New("down")
@@ -40,11 +43,12 @@ func call(tb testing.TB, b *Breaker, err error) {
 // trial call through, and records err for it.
 func halfOpen(tb testing.TB, b *Breaker, err error) {
 	tb.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !b.Allow(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			tb.Fatalf("breaker still %s 10 s after a delay of 1 ms", b.State())
+	poll.Until(tb, "the open breaker to let a trial call through", func() error {
+		if !b.Allow() {
+			return fmt.Errorf("breaker %s", b.State())
 		}
-	}
+		return nil
+	})
 	b.record(err)
 }
 

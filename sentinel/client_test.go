@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"shortener/internal/poll"
 	"shortener/stack/stacktest"
 )
 
@@ -95,18 +96,16 @@ func TestOnStack(t *testing.T) {
 			t.Fatalf("SET on the master: %v", err)
 		}
 		// Replication is asynchronous: poll until a replica has it.
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		poll.Until(t, "the SET on a replica", func() error {
 			v, err := get(t, replicas, "k")
-			if err == nil && v == "v" {
-				break
-			}
-			if !errors.Is(err, redis.Nil) && err != nil {
+			if err != nil && !errors.Is(err, redis.Nil) {
 				t.Fatalf("GET on a replica: %v", err)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("GET on a replica: got %q, %v 10 s after the SET, want v", v, err)
+			if v != "v" {
+				return fmt.Errorf("GET: got %q, %v; want v", v, err)
 			}
-		}
+			return nil
+		})
 		info, err := replicas.Redis().Info(ctx, "replication").Result()
 		if err != nil || !strings.Contains(info, "role:slave") {
 			t.Errorf("the Replicas route reached a node that is not a replica (%v): %q", err, info)
@@ -201,24 +200,29 @@ func watchFailover(t *testing.T, cfg Config) {
 	// INPROG, which is fine.
 	sc := redis.NewSentinelClient(&redis.Options{Addr: cfg.SentinelAddrs[0], Password: cfg.SentinelPassword})
 	defer sc.Close()
-	deadline := time.After(time.Minute)
-	tick := time.NewTicker(2 * time.Second)
-	defer tick.Stop()
-	for {
-		if err := sc.Failover(context.Background(), cfg.MasterName).Err(); err != nil && !strings.Contains(err.Error(), "INPROG") {
-			t.Logf("SENTINEL FAILOVER: %v", err)
-		}
+	// Asked every 2 s at most, so that a failover that has just ended
+	// is heard before another is asked for.
+	var (
+		asked   time.Time
+		refused error // the last SENTINEL FAILOVER's answer
+	)
+	poll.Until(t, "+switch-master after asking for a failover", func() error {
 		select {
 		case ev := <-heard:
 			if !strings.Contains(ev, "+switch-master "+cfg.MasterName+" ") {
 				t.Errorf("heard %q, want a +switch-master of %s", ev, cfg.MasterName)
 			}
-			return
-		case <-deadline:
-			t.Fatal("no +switch-master heard a minute after asking for a failover")
-		case <-tick.C:
+			return nil
+		default:
 		}
-	}
+		if time.Since(asked) >= 2*time.Second {
+			asked = time.Now()
+			if refused = sc.Failover(context.Background(), cfg.MasterName).Err(); refused != nil && !strings.Contains(refused.Error(), "INPROG") {
+				t.Logf("SENTINEL FAILOVER: %v", refused)
+			}
+		}
+		return fmt.Errorf("nothing heard (SENTINEL FAILOVER answered %v)", refused)
+	})
 }
 
 // subscribe subscribes through c, publishes until a message arrives,
@@ -244,22 +248,20 @@ func subscribe(t *testing.T, c *Client) {
 	// subscription is made in the background.
 	publish := func(payload string) {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); ; {
-			if err := c.Redis().Publish(ctx, "test-channel", payload).Err(); err != nil {
-				t.Logf("PUBLISH: %v", err)
-			}
+		poll.Until(t, fmt.Sprintf("%q through the subscription", payload), func() error {
 			select {
 			case p := <-got:
 				if p != payload {
 					t.Fatalf("received %q, want %q", p, payload)
 				}
-				return
-			case <-time.After(50 * time.Millisecond):
+				return nil
+			default:
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("nothing received 30 s after publishing %q", payload)
+			if err := c.Redis().Publish(ctx, "test-channel", payload).Err(); err != nil {
+				return fmt.Errorf("PUBLISH: %w", err)
 			}
-		}
+			return errors.New("nothing received")
+		})
 	}
 	publish("one")
 	select {
@@ -270,11 +272,14 @@ func subscribe(t *testing.T, c *Client) {
 	if err := c.Redis().ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
 		t.Fatalf("CLIENT KILL TYPE pubsub: %v", err)
 	}
-	select {
-	case <-resubscribed:
-	case <-time.After(30 * time.Second):
-		t.Fatal("no resubscription reported 30 s after its connection was killed")
-	}
+	poll.Until(t, "the resubscription reported after its connection was killed", func() error {
+		select {
+		case <-resubscribed:
+			return nil
+		default:
+			return errors.New("not reported")
+		}
+	})
 	// Drain what was published before the kill and arrived late.
 	for len(got) > 0 {
 		<-got

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"shortener/internal/poll"
 	"shortener/stack"
 	"shortener/stack/stacktest"
 )
@@ -50,7 +51,7 @@ func TestAuth(t *testing.T) {
 	// The sentinels may move the master once more on their own (a fresh
 	// master's late answer taken for a failure, docs/chaos finding 12):
 	// wait until they agree on one, whichever, and it has its replicas.
-	eventually(t, ctx, func(ctx context.Context) error {
+	poll.Until(t, "the sentinels to agree on a master with its replicas", func() error {
 		cur, err := s.Master(ctx)
 		if err != nil {
 			return err

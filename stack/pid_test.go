@@ -1,15 +1,16 @@
 package stack
 
 import (
-	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
-	"time"
+
+	"shortener/internal/poll"
 )
 
 // attachEmpty writes a stack.json for a stack that never started and
@@ -144,19 +145,14 @@ func TestPidFileOfOtherProcess(t *testing.T) {
 	// child has exec'd; a SIGSTOP to the group in between stops the child
 	// before its exec and so leaves the shell in that wait for good. Wait
 	// until sleep runs: a real server is past its start-up by now.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err = Poll(ctx, controlPoll, func(context.Context) error {
+	poll.Until(t, "the stand-in to start sleep", func() error {
 		for _, m := range groupMembers(pid) {
 			if argv := cmdline(m); len(argv) > 0 && argv[0] == "sleep" {
 				return nil
 			}
 		}
-		return errors.New("the stand-in has not started sleep")
+		return fmt.Errorf("its group runs %v", groupMembers(pid))
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	if got := p.Pid(); got != pid {
 		t.Fatalf("Pid: got %d, want %d (cmdline %q)", got, pid, cmdline(pid))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"shortener/internal/poll"
 	"shortener/stack"
 	"shortener/stack/stacktest"
 )
@@ -83,7 +84,7 @@ func TestFreezeCycle(t *testing.T) {
 		n, err := stack.FreezeCycle(cycle, nodes, 300*time.Millisecond, 100*time.Millisecond)
 		done <- result{n, err}
 	}()
-	eventually(t, ctx, func(context.Context) error {
+	poll.Until(t, "every node frozen", func() error {
 		for _, p := range nodes {
 			if !p.Frozen() {
 				return fmt.Errorf("%s not frozen", p.Name)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"shortener/internal/poll"
 	"shortener/stack"
 	"shortener/stack/stacktest"
 )
@@ -58,7 +59,7 @@ func TestFailoverAndRejoin(t *testing.T) {
 	if err := old.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, ctx, func(ctx context.Context) error {
+	poll.Until(t, old.Name+" to rejoin as a replica", func() error {
 		r, err := old.Replication(ctx)
 		if err != nil {
 			return err
@@ -187,7 +188,7 @@ func TestAttach(t *testing.T) {
 		t.Fatal(err)
 	}
 	master := s.Redis()[0]
-	eventually(t, ctx, func(ctx context.Context) error {
+	poll.Until(t, "redis-3 to rejoin as a replica", func() error {
 		r, err := orig.Replication(ctx)
 		if err != nil {
 			return err
@@ -218,25 +219,6 @@ func TestAttach(t *testing.T) {
 	for _, p := range s.Procs() {
 		if p.Running() {
 			t.Errorf("%s running after the attached Close", p)
-		}
-	}
-}
-
-// eventually polls check until it returns nil, failing the test with the
-// last error when ctx ends.
-func eventually(tb testing.TB, ctx context.Context, check func(context.Context) error) {
-	tb.Helper()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := check(ctx)
-		if err == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			tb.Fatalf("gave up waiting: %v", err)
-		case <-tick.C:
 		}
 	}
 }

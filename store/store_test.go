@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"shortener/internal/poll"
 	"shortener/stack/stacktest"
 	"shortener/store"
 )
@@ -113,13 +114,7 @@ func TestUnavailable(t *testing.T) {
 	if err := s.MySQL().Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for st.Ping(ctx) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("store did not reconnect after MySQL restarted")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Until(t, "the store to reconnect after MySQL restarted", func() error { return st.Ping(ctx) })
 }
 
 // TestCreateIdempotent sends one create ten times at once under one key:

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
+	"shortener/internal/poll"
 	"shortener/sentinel"
 	"shortener/stack"
 	"shortener/stack/stacktest"
@@ -259,23 +260,23 @@ func TestOutage(t *testing.T) {
 			r.Observe(cs)
 		}
 	}
+	// waitFor clicks while it waits, so that the ranking has news to
+	// serve whichever way it answers.
 	waitFor := func(what string, ok func(shortener.Trending) bool) shortener.Trending {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			top, err := r.Top("5m", 10)
-			if err != nil {
+		var top shortener.Trending
+		poll.Until(t, what, func() error {
+			var err error
+			if top, err = r.Top("5m", 10); err != nil {
 				t.Fatal(err)
 			}
-			if ok(top) {
-				return top
+			if !ok(top) {
+				click(1)
+				return fmt.Errorf("answer %+v", top)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("waiting for %s: last answer %+v", what, top)
-			}
-			click(1)
-			time.Sleep(10 * time.Millisecond)
-		}
+			return nil
+		})
+		return top
 	}
 	first := func(top shortener.Trending) string {
 		if len(top.Links) == 0 {
@@ -317,8 +318,7 @@ func TestOutage(t *testing.T) {
 	thaw()
 	waitFor("Redis again", func(top shortener.Trending) bool { return top.Source == sourceRedis })
 	// Stop counting, let the last batches land, then compare.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Until(t, "Redis's counts to equal the clicks sent, l0 gone", func() error {
 		got := redisCounts(t, r, "5m", time.Now())
 		_, l0 := got["l0"]
 		diff := 0
@@ -327,14 +327,11 @@ func TestOutage(t *testing.T) {
 				diff++
 			}
 		}
-		if diff == 0 && !l0 {
-			break
+		if diff > 0 || l0 {
+			return fmt.Errorf("%d links differ from the clicks sent; l0 still ranked: %v", diff, l0)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after recovery: %d links differ from the clicks sent; l0 still ranked: %v", diff, l0)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestReadLargeWindow reads a 5m window whose buckets hold many more

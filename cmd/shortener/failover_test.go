@@ -16,6 +16,7 @@ import (
 
 	"shortener/chaos"
 	"shortener/chaos/chaostest"
+	"shortener/internal/poll"
 	"shortener/stack"
 	"shortener/stack/stacktest"
 )
@@ -128,27 +129,29 @@ func launchApp(tb testing.TB, s *stack.Stack, nodeID int, now func() time.Time, 
 			tb.Logf("app %d log (tail):\n%s", nodeID, tail(a.logs.String(), 40))
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(a.base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return a, nil
-			}
-		}
+	// Ready, or exited: either ends the wait.
+	poll.Until(tb, fmt.Sprintf("app %d ready", nodeID), func() error {
 		select {
 		case err := <-done:
 			runErr, exitedEarly = err, true
-			once.Do(func() {})
-			return nil, fmt.Errorf("app %d exited before ready: %w", nodeID, err)
+			return nil
 		default:
 		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("app %d not ready after 60s: %v\n%s", nodeID, err, a.logs.String())
+		resp, err := http.Get(a.base + "/readyz")
+		if err != nil {
+			return err
 		}
-		time.Sleep(50 * time.Millisecond)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz answered %d", resp.StatusCode)
+		}
+		return nil
+	})
+	if exitedEarly {
+		once.Do(func() {})
+		return nil, fmt.Errorf("app %d exited before ready: %w", nodeID, runErr)
 	}
+	return a, nil
 }
 
 func tail(s string, n int) string {

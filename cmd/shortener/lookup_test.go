@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"shortener/chaos/chaostest"
+	"shortener/internal/poll"
 	"shortener/stack"
 	"shortener/stack/stacktest"
 )
@@ -24,17 +26,20 @@ func status(tb testing.TB, a *app, code string) int {
 	return resp.StatusCode
 }
 
-// waitStatus polls until every app answers want for code.
-func waitStatus(tb testing.TB, code string, want int, limit time.Duration, apps ...*app) time.Duration {
+// waitStatus polls until every app answers want for code, and returns how
+// long that took, to be logged: the tests that use it give their apps an
+// L1 TTL of an hour, so only the path under test (an invalidation, an
+// expiry check) answers want before poll gives up.
+func waitStatus(tb testing.TB, code string, want int, apps ...*app) time.Duration {
 	tb.Helper()
 	start := time.Now()
 	for _, a := range apps {
-		for got := status(tb, a, code); got != want; got = status(tb, a, code) {
-			if time.Since(start) > limit {
-				tb.Fatalf("GET /%s on %s = %d after %s, want %d", code, a.base, got, limit, want)
+		poll.Until(tb, fmt.Sprintf("GET /%s on %s to answer %d", code, a.base, want), func() error {
+			if got := status(tb, a, code); got != want {
+				return fmt.Errorf("got %d", got)
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	return time.Since(start)
 }
@@ -79,8 +84,8 @@ func TestAllRedisDown(t *testing.T) {
 // the stale entry is gone from Redis and both still answer 410.
 func TestDeleteWhileRedisDown(t *testing.T) {
 	s := stacktest.Start(t)
-	a1 := startApp(t, s, 1, "SHORTENER_L1_TTL", "1m")
-	a2 := startApp(t, s, 2, "SHORTENER_L1_TTL", "1m")
+	a1 := startApp(t, s, 1, "SHORTENER_L1_TTL", "1h")
+	a2 := startApp(t, s, 2, "SHORTENER_L1_TTL", "1h")
 	var code string
 	for c := range createLinks(t, a1, 1) {
 		code = c
@@ -93,15 +98,15 @@ func TestDeleteWhileRedisDown(t *testing.T) {
 
 	allRedis(t, s, (*stack.Proc).Stop)
 	deleteLink(t, a2, code)
-	took := waitStatus(t, code, http.StatusGone, 10*time.Second, a1, a2)
+	took := waitStatus(t, code, http.StatusGone, a1, a2)
 	t.Logf("deleted during the outage: 410 on both instances after %s", took.Round(time.Millisecond))
 	if p := metric(t, a2, mPending); p < 1 {
 		t.Errorf("invalidations pending during the outage = %v, want >= 1", p)
 	}
 
 	allRedis(t, s, (*stack.Proc).Cont)
-	waitMetricBelow(t, a1, mPending, 1, 30*time.Second)
-	waitMetricBelow(t, a2, mPending, 1, 30*time.Second)
+	waitMetricBelow(t, a1, mPending, 1)
+	waitMetricBelow(t, a2, mPending, 1)
 	for _, a := range []*app{a1, a2} {
 		if got := status(t, a, code); got != http.StatusGone {
 			t.Errorf("after Redis returned: %d, want 410", got)
@@ -119,7 +124,7 @@ func TestDeleteWhileRedisDown(t *testing.T) {
 // 410 once it expires, during the outage and after.
 func TestExpiryThroughOutage(t *testing.T) {
 	s := stacktest.Start(t)
-	a := startApp(t, s, 1, "SHORTENER_L1_TTL", "1m")
+	a := startApp(t, s, 1, "SHORTENER_L1_TTL", "1h")
 	expires := time.Now().Add(2 * time.Second).UTC()
 	body := `{"url":"https://example.com/soon","expires_at":"` + expires.Format(time.RFC3339Nano) + `"}`
 	resp, err := http.Post(a.base+"/api/v1/links", "application/json", strings.NewReader(body))
@@ -136,7 +141,7 @@ func TestExpiryThroughOutage(t *testing.T) {
 		t.Fatalf("before expiry: %d, want 302", st)
 	}
 	allRedis(t, s, (*stack.Proc).Stop)
-	waitStatus(t, got.Code, http.StatusGone, 10*time.Second, a)
+	waitStatus(t, got.Code, http.StatusGone, a)
 	allRedis(t, s, (*stack.Proc).Cont)
 	for range 20 {
 		if st := status(t, a, got.Code); st != http.StatusGone {
@@ -146,18 +151,19 @@ func TestExpiryThroughOutage(t *testing.T) {
 }
 
 // TestDeleteReachesOtherInstance: a link created on app1 and deleted on
-// app2 stops redirecting on app1 within a second while Redis is healthy,
-// although app1's L1 would keep it for a minute.
+// app2 stops redirecting on app1 while Redis is healthy, although app1's
+// L1 would keep it for an hour: the invalidation reached it. How long
+// that took is logged; the chaos reports measure it.
 func TestDeleteReachesOtherInstance(t *testing.T) {
 	s := stacktest.Start(t)
-	a1 := startApp(t, s, 1, "SHORTENER_L1_TTL", "1m")
-	a2 := startApp(t, s, 2, "SHORTENER_L1_TTL", "1m")
+	a1 := startApp(t, s, 1, "SHORTENER_L1_TTL", "1h")
+	a2 := startApp(t, s, 2, "SHORTENER_L1_TTL", "1h")
 	for code := range createLinks(t, a1, 5) {
 		if got := status(t, a1, code); got != http.StatusFound {
 			t.Fatalf("before: %d, want 302", got)
 		}
 		deleteLink(t, a2, code)
-		took := waitStatus(t, code, http.StatusGone, time.Second, a1)
+		took := waitStatus(t, code, http.StatusGone, a1)
 		t.Logf("app1 answered 410 %s after app2's delete", took)
 	}
 }
@@ -165,15 +171,14 @@ func TestDeleteReachesOtherInstance(t *testing.T) {
 // mPending is the gauge of invalidations not yet delivered to Redis.
 const mPending = "shortener_invalidations_pending"
 
-func waitMetricBelow(tb testing.TB, a *app, name string, below float64, limit time.Duration) {
+func waitMetricBelow(tb testing.TB, a *app, name string, below float64) {
 	tb.Helper()
-	deadline := time.Now().Add(limit)
-	for got := metric(tb, a, name); got >= below; got = metric(tb, a, name) {
-		if time.Now().After(deadline) {
-			tb.Fatalf("%s = %v after %s, want < %v", name, got, limit, below)
+	poll.Until(tb, fmt.Sprintf("%s below %v on %s", name, below, a.base), func() error {
+		if got := metric(tb, a, name); got >= below {
+			return fmt.Errorf("%s = %v", name, got)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // redisGet reads a key straight from one node; "" when it does not exist.

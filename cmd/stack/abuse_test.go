@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
+	"shortener/internal/poll"
 	"shortener/stack"
 )
 
@@ -124,9 +124,7 @@ func oneClientIsNotATrend(t *testing.T, base, crowd, spam string) {
 		}
 	}
 	var a answer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	err := stack.Poll(ctx, 250*time.Millisecond, func(context.Context) error {
+	poll.Until(t, crowd+" first in trending", func() error {
 		resp, err := http.Get(base + "/api/v1/trending?window=5m&limit=10")
 		if err != nil {
 			return err
@@ -141,9 +139,6 @@ func oneClientIsNotATrend(t *testing.T, base, crowd, spam string) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, l := range a.Links {
 		if l.Code == spam {
 			t.Errorf("the script's link is listed (%d clicks), want it below the threshold", l.Clicks)
@@ -212,11 +207,10 @@ func forgedHeaders(t *testing.T, s *stack.Stack, db *sql.DB, code string) {
 		}
 	}
 	// Wait until the journals have shipped what they held, then look.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx := t.Context()
 	var future int64
 	var clicks int64
-	err := stack.Poll(ctx, 250*time.Millisecond, func(ctx context.Context) error {
+	poll.Until(t, "the journals to ship the clicks", func() error {
 		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM click_request_sets WHERE requested_to > ?", time.Now().Add(time.Hour).UnixMilli()).Scan(&future); err != nil {
 			return err
 		}
@@ -228,9 +222,6 @@ func forgedHeaders(t *testing.T, s *stack.Stack, db *sql.DB, code string) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if future != 0 || clicks != 303 {
 		t.Errorf("after three forged redirects: %d request sets in the future, %d clicks; want 0 and 303 (each forged redirect its own click)", future, clicks)
 	}

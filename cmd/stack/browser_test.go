@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
+	"shortener/internal/poll"
 	"shortener/stack"
 	"shortener/stack/stacktest"
 )
@@ -32,8 +33,10 @@ import (
 // $SHORTENER_SCREENSHOTS (make screenshots: docs/screenshots), or a
 // temporary directory.
 
-// browserTimeout bounds the whole browser test once the stack is up.
-const browserTimeout = 2 * time.Minute
+// browserTimeout bounds the whole browser test once the stack is up: a
+// guard against a hang, not a limit on any step. The waits inside the
+// page (chromedp.Poll) have no timeout of their own; this is theirs.
+const browserTimeout = poll.Patience
 
 // Viewports of the screenshots: a laptop and a common phone.
 var viewports = []struct {
@@ -313,7 +316,7 @@ func TestBrowser(t *testing.T) {
 	// The image may still be on its way when the result shows: wait for
 	// it to load (an image that fails to load never gets a width).
 	if err := chromedp.Do(ctx, chromedp.Poll[chromedp.Void](`(() => { const i = document.querySelector("img.qr"); return i.complete && i.naturalWidth > 0 })()`,
-		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
+		chromedp.WithPollingTimeout(0))); err != nil {
 		t.Errorf("the QR code image did not load (err %v)", err)
 	}
 	shot.take(ctx, "created")
@@ -322,7 +325,7 @@ func TestBrowser(t *testing.T) {
 	// 3. Copy the short URL with the copy button; the clipboard holds it.
 	must(chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(`button[data-copy]`)),
-		chromedp.Poll[chromedp.Void](`document.getElementById("copy-status").textContent.startsWith("Copied")`, chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Poll[chromedp.Void](`document.getElementById("copy-status").textContent.startsWith("Copied")`, chromedp.WithPollingTimeout(0)),
 	), "copy")
 	clip, err := chromedp.Run(ctx, chromedp.Evaluate[string](`navigator.clipboard.readText()`, chromedp.EvalAwaitPromise))
 	must(err, "read the clipboard")
@@ -352,13 +355,14 @@ func TestBrowser(t *testing.T) {
 	// the click: clicks are shipped from each app's journal in batches,
 	// so reload until it is counted.
 	must(chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`a[href="/stats/`+code+`"]`)), chromedp.WaitVisible(chromedp.ID("total"))), "open the stats page")
-	deadline := time.Now().Add(30 * time.Second)
-	for text("#total") != "1" {
-		if time.Now().After(deadline) {
-			t.Fatalf("stats page counts %q clicks after 30 s, want 1; the stats API says %s", text("#total"), apiStats(t, base, key, code))
+	poll.Until(t, "the stats page to count the click", func() error {
+		if got := text("#total"); got != "1" {
+			err := fmt.Errorf("it counts %q clicks; the stats API says %s", got, apiStats(t, base, key, code))
+			must(chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("total"))), "reload the stats page")
+			return err
 		}
-		must(chromedp.Do(ctx, chromedp.Sleep(250*time.Millisecond), chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("total"))), "reload the stats page")
-	}
+		return nil
+	})
 	if n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("svg rect.bar").length`)); n != 48 {
 		t.Errorf("the chart has %d bars, want 48 (hours)", n)
 	}
@@ -370,7 +374,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("trend-rows")),
 		chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`),
 		chromedp.Poll[chromedp.Void](`document.getElementById("trend-status").textContent.startsWith("Updated")`,
-			chromedp.WithPollingTimeout(20*time.Second)),
+			chromedp.WithPollingTimeout(0)),
 	), "open trending and see it refresh")
 	if kept, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded === true`)); err != nil || !kept {
 		t.Errorf("trending reloaded the page to refresh (err %v)", err)
