@@ -73,24 +73,26 @@ type Config struct {
 	InvalidationGrace time.Duration
 }
 
-// validate reports every setting New cannot work with, all at once. The
-// defaults live with the configuration (cmd/shortener); a zero here is a
-// wiring mistake, not a request for a default.
-func (c Config) validate() error {
-	errs := []error{c.Redis.Validate()}
+// Validate reports every setting of the cache's own that New cannot work
+// with, all at once, each a *shortener.SettingError naming its field.
+// Redis is sentinel.Config's to validate (New checks both). The defaults
+// live with the configuration (cmd/shortener); a zero here is a wiring
+// mistake, not a request for a default.
+func (c Config) Validate() error {
+	var errs []error
 	for _, d := range []struct {
-		name string
-		v    time.Duration
+		field string
+		v     time.Duration
 	}{
 		{"TTL", c.TTL}, {"L1TTL", c.L1TTL}, {"L1NegativeTTL", c.L1NegativeTTL},
 		{"ReplayInterval", c.ReplayInterval}, {"InvalidationGrace", c.InvalidationGrace},
 	} {
 		if d.v <= 0 {
-			errs = append(errs, fmt.Errorf("%s must be positive, got %s", d.name, d.v))
+			errs = append(errs, shortener.Invalid(d.field, "must be positive, got %s", d.v))
 		}
 	}
 	if c.L1Size <= 0 {
-		errs = append(errs, fmt.Errorf("L1Size must be positive, got %d", c.L1Size))
+		errs = append(errs, shortener.Invalid("L1Size", "must be positive, got %d", c.L1Size))
 	}
 	return errors.Join(errs...)
 }
@@ -140,7 +142,7 @@ type Cache struct {
 // New returns a Cache in front of origin; Redis is connected lazily.
 // Metrics are registered on reg.
 func New(cfg Config, origin Origin, outbox Outbox, log *slog.Logger, reg prometheus.Registerer) (*Cache, error) {
-	if err := cfg.validate(); err != nil {
+	if err := errors.Join(cfg.Redis.Validate(), cfg.Validate()); err != nil {
 		return nil, fmt.Errorf("new cache: %w", err)
 	}
 	m, err := newMetrics(reg, cfg.Redis.Timeout)

@@ -139,7 +139,7 @@ func testConfig(mods ...func(*Config)) Config {
 }
 
 func TestConfigValidate(t *testing.T) {
-	if err := testConfig().validate(); err != nil {
+	if err := testConfig().Validate(); err != nil {
 		t.Fatalf("complete config: %v", err)
 	}
 	tests := []struct {
@@ -149,7 +149,7 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		// The Redis settings are sentinel.Config's to check (its own
 		// tests list them); one row shows that they are checked.
-		{"no sentinels", func(c *Config) { c.Redis.SentinelAddrs = nil }, "sentinel addresses"},
+		{"no sentinels", func(c *Config) { c.Redis.SentinelAddrs = nil }, "SentinelAddrs are required"},
 		{"zero TTL", func(c *Config) { c.TTL = 0 }, "TTL must be positive"},
 		{"zero L1 TTL", func(c *Config) { c.L1TTL = 0 }, "L1TTL must be positive"},
 		{"zero negative TTL", func(c *Config) { c.L1NegativeTTL = 0 }, "L1NegativeTTL must be positive"},

@@ -61,6 +61,35 @@ type Config struct {
 	MaxRequestAge time.Duration
 }
 
+// Validate reports every setting Open cannot work with, all at once,
+// each a *shortener.SettingError naming its field. There are no defaults
+// here: cmd/shortener's configuration owns them.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, a ...any) { errs = append(errs, shortener.Invalid(field, format, a...)) }
+	if c.Dir == "" {
+		bad("Dir", "is required")
+	}
+	if c.MaxBytes <= 0 {
+		bad("MaxBytes", "must be positive, got %d", c.MaxBytes)
+	}
+	// A segment holds at least its header and one record of the largest
+	// size, and fits within the journal's bound.
+	switch least := int64(headerSize + recordHeader + maxPayload); {
+	case c.SegmentBytes <= least:
+		bad("SegmentBytes", "must be more than %d, got %d", least, c.SegmentBytes)
+	case c.MaxBytes > 0 && c.SegmentBytes > c.MaxBytes:
+		bad("SegmentBytes", "must be at most the max bytes (%d), got %d", c.MaxBytes, c.SegmentBytes)
+	}
+	if c.SyncInterval <= 0 {
+		bad("SyncInterval", "must be positive, got %s", c.SyncInterval)
+	}
+	if c.MaxRequestAge <= 0 {
+		bad("MaxRequestAge", "must be positive, got %s", c.MaxRequestAge)
+	}
+	return errors.Join(errs...)
+}
+
 // Pages ahead of the write position are faulted in, writable, by a
 // goroutine (prefaultLoop), so a redirect does not take the page fault of
 // a first write to a page of a shared file mapping: on a busy machine
@@ -158,9 +187,8 @@ var (
 // locked). A segment that cannot be begun, on a full volume say, is not
 // an error: clicks are dropped and counted until one can.
 func Open(cfg Config, obs Observer, log *slog.Logger, reg prometheus.Registerer) (*Journal, error) {
-	// No defaults here: cmd/shortener's configuration owns them.
-	if cfg.Dir == "" || cfg.MaxBytes <= 0 || cfg.SegmentBytes <= headerSize+maxPayload+recordHeader || cfg.SyncInterval <= 0 || cfg.MaxRequestAge <= 0 {
-		return nil, fmt.Errorf("open journal: need a directory and a positive max bytes, segment bytes, sync interval and max request age, got %+v", cfg)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("open journal: %w", err)
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open journal: %w", err)

@@ -62,6 +62,27 @@ type ShipperConfig struct {
 	RequestHold   time.Duration
 }
 
+// Validate reports every setting NewShipper cannot work with, each a
+// *shortener.SettingError naming its field: all are required.
+func (c ShipperConfig) Validate() error {
+	var errs []error
+	if c.MaxBatch <= 0 {
+		errs = append(errs, shortener.Invalid("MaxBatch", "must be positive, got %d", c.MaxBatch))
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"Interval", c.Interval}, {"Timeout", c.Timeout}, {"Heartbeat", c.Heartbeat},
+		{"PurgeEvery", c.PurgeEvery}, {"RequestWindow", c.RequestWindow}, {"RequestHold", c.RequestHold},
+	} {
+		if d.v <= 0 {
+			errs = append(errs, shortener.Invalid(d.field, "must be positive, got %s", d.v))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Shipper copies a journal to the Sink in batches, each counted exactly
 // once, and deletes the segments it has shipped. It runs in one goroutine
 // (Run, then Drain at shutdown).
@@ -103,8 +124,8 @@ type Shipper struct {
 
 // NewShipper returns a Shipper of j's segments into db.
 func NewShipper(j *Journal, db Sink, cfg ShipperConfig, log *slog.Logger, reg prometheus.Registerer) (*Shipper, error) {
-	if cfg.MaxBatch <= 0 || cfg.Interval <= 0 || cfg.Timeout <= 0 || cfg.Heartbeat <= 0 || cfg.PurgeEvery <= 0 || cfg.RequestWindow <= 0 || cfg.RequestHold <= 0 {
-		return nil, fmt.Errorf("new shipper: every setting must be positive, got %+v", cfg)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("new shipper: %w", err)
 	}
 	s := &Shipper{j: j, db: db, cfg: cfg, log: log, now: time.Now, in: interner{},
 		shipped: prometheus.NewCounter(prometheus.CounterOpts{

@@ -186,21 +186,38 @@ var noStore = []string{"private, max-age=0"}
 // handler's JSON 413, not nginx's page.
 const maxBody = 8 << 10
 
-// validate reports the settings New cannot work with. The defaults live
+// Validate reports every setting New cannot work with, all at once,
+// each a *shortener.SettingError naming its field. The defaults live
 // with the configuration (cmd/shortener), not here.
-func (c Config) validate() error {
+func (c Config) Validate() error {
 	var errs []error
+	bad := func(field, format string, a ...any) { errs = append(errs, shortener.Invalid(field, format, a...)) }
 	if c.IdempotencyTTL <= 0 {
-		errs = append(errs, fmt.Errorf("idempotency TTL must be positive, got %s", c.IdempotencyTTL))
+		bad("IdempotencyTTL", "must be positive, got %s", c.IdempotencyTTL)
 	}
-	if c.CreateRate < 0 || (c.CreateRate > 0 && c.CreateBurst < 1) {
-		errs = append(errs, fmt.Errorf("create limit: need rate (%g) >= 0 and, while limited, burst (%d) >= 1", c.CreateRate, c.CreateBurst))
+	// A limit's burst is what a client may spend at once: while the rate
+	// limits, a burst below 1 would refuse every request.
+	for _, l := range []struct {
+		rate, burst string
+		r           float64
+		b           int
+	}{
+		{"CreateRate", "CreateBurst", c.CreateRate, c.CreateBurst},
+		{"KeyCreateRate", "KeyCreateBurst", c.KeyCreateRate, c.KeyCreateBurst},
+		{"PageRate", "PageBurst", c.PageRate, c.PageBurst},
+	} {
+		if l.r < 0 {
+			bad(l.rate, "must not be negative (0: no limit), got %g", l.r)
+		} else if l.r > 0 && l.b < 1 {
+			bad(l.burst, "must be at least 1 while the rate limits, got %d", l.b)
+		}
 	}
-	if c.KeyCreateRate < 0 || (c.KeyCreateRate > 0 && c.KeyCreateBurst < 1) {
-		errs = append(errs, fmt.Errorf("key create limit: need rate (%g) >= 0 and, while limited, burst (%d) >= 1", c.KeyCreateRate, c.KeyCreateBurst))
+	if c.ReferrerPolicy == "" {
+		bad("ReferrerPolicy", "is required")
 	}
-	if c.ReferrerPolicy == "" || c.PermanentMaxAge <= 0 {
-		errs = append(errs, fmt.Errorf("redirects: need a Referrer-Policy (%q) and a positive max-age for permanent ones (%s)", c.ReferrerPolicy, c.PermanentMaxAge))
+	// Cache-Control's max-age is in whole seconds.
+	if c.PermanentMaxAge < time.Second {
+		bad("PermanentMaxAge", "must be at least 1s, got %s", c.PermanentMaxAge)
 	}
 	return errors.Join(errs...)
 }
@@ -208,7 +225,7 @@ func (c Config) validate() error {
 // New returns a Handler with every route registered, or an error naming
 // the settings of cfg that it cannot work with.
 func New(cfg Config, d Deps) (*Handler, error) {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("new handler: %w", err)
 	}
 	if d.Now == nil {

@@ -176,9 +176,11 @@ func TestConfigValidate(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"no idempotency TTL", Config{}, "idempotency TTL must be positive"},
-		{"negative rate", Config{IdempotencyTTL: time.Hour, CreateRate: -1}, "rate (-1)"},
-		{"rate without burst", Config{IdempotencyTTL: time.Hour, CreateRate: 5}, "burst (0)"},
+		{"no idempotency TTL", Config{}, "IdempotencyTTL must be positive"},
+		{"negative rate", Config{IdempotencyTTL: time.Hour, CreateRate: -1}, "CreateRate must not be negative"},
+		{"rate without burst", Config{IdempotencyTTL: time.Hour, CreateRate: 5}, "CreateBurst must be at least 1"},
+		{"page rate without burst", Config{IdempotencyTTL: time.Hour, PageRate: 5}, "PageBurst must be at least 1"},
+		{"permanent max-age under a second", Config{IdempotencyTTL: time.Hour, PermanentMaxAge: time.Millisecond}, "PermanentMaxAge must be at least 1s"},
 	}
 	for _, tt := range tests {
 		if _, err := New(tt.cfg, Deps{Log: discardLogger()}); err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"shortener"
 	"shortener/store"
 )
 
@@ -57,6 +58,19 @@ type Config struct {
 	Retry time.Duration
 }
 
+// Validate reports every setting New cannot work with, all at once,
+// each a *shortener.SettingError naming its field.
+func (c Config) Validate() error {
+	var errs []error
+	if c.TTL <= 0 {
+		errs = append(errs, shortener.Invalid("TTL", "must be positive, got %s", c.TTL))
+	}
+	if !c.Auto && (c.NodeID < 0 || c.NodeID > c.MaxNode) {
+		errs = append(errs, shortener.Invalid("NodeID", "is out of range 0-%d, got %d", c.MaxNode, c.NodeID))
+	}
+	return errors.Join(errs...)
+}
+
 // Lease is this instance's claim on its node ID.
 type Lease struct {
 	st     Store
@@ -73,11 +87,8 @@ type Lease struct {
 // New returns a Lease on st, not yet claimed. now is the clock the
 // instance issues IDs by (tests set it behind the real one).
 func New(cfg Config, st Store, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) (*Lease, error) {
-	switch {
-	case cfg.TTL <= 0:
-		return nil, fmt.Errorf("new lease: TTL %s must be positive", cfg.TTL)
-	case !cfg.Auto && (cfg.NodeID < 0 || cfg.NodeID > cfg.MaxNode):
-		return nil, fmt.Errorf("new lease: node ID %d is outside 0-%d", cfg.NodeID, cfg.MaxNode)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("new lease: %w", err)
 	}
 	if cfg.Retry <= 0 {
 		cfg.Retry = 200 * time.Millisecond

@@ -20,8 +20,9 @@ package sentinel
 
 import (
 	"errors"
-	"fmt"
 	"time"
+
+	"shortener"
 )
 
 // Config is how to reach the Sentinel group and how the breakers judge
@@ -51,24 +52,31 @@ type Config struct {
 }
 
 // Validate reports every setting the clients and breakers cannot work
-// with, all at once.
+// with, all at once, each a *shortener.SettingError naming its field.
 func (c Config) Validate() error {
 	var errs []error
-	if c.MasterName == "" || len(c.SentinelAddrs) == 0 {
-		errs = append(errs, errors.New("master name and sentinel addresses are required"))
+	if c.MasterName == "" {
+		errs = append(errs, shortener.Invalid("MasterName", "is required"))
+	}
+	if len(c.SentinelAddrs) == 0 {
+		errs = append(errs, shortener.Invalid("SentinelAddrs", "are required: at least one sentinel address"))
 	}
 	if c.Timeout <= 0 {
-		errs = append(errs, fmt.Errorf("Timeout must be positive, got %s", c.Timeout))
+		errs = append(errs, shortener.Invalid("Timeout", "must be positive, got %s", c.Timeout))
+	}
+	if c.PoolSize < 1 {
+		errs = append(errs, shortener.Invalid("PoolSize", "must be positive, got %d", c.PoolSize))
 	}
 	if c.BreakerDelay <= 0 {
-		errs = append(errs, fmt.Errorf("BreakerDelay must be positive, got %s", c.BreakerDelay))
+		errs = append(errs, shortener.Invalid("BreakerDelay", "must be positive, got %s", c.BreakerDelay))
 	}
-	if c.PoolSize <= 0 {
-		errs = append(errs, fmt.Errorf("PoolSize must be positive, got %d", c.PoolSize))
+	if c.BreakerFailures < 1 {
+		errs = append(errs, shortener.Invalid("BreakerFailures", "must be at least 1, got %d", c.BreakerFailures))
+	} else if c.BreakerWindow < c.BreakerFailures {
+		errs = append(errs, shortener.Invalid("BreakerWindow", "must be at least the breaker failures (%d), got %d", c.BreakerFailures, c.BreakerWindow))
 	}
-	if c.BreakerFailures < 1 || c.BreakerWindow < c.BreakerFailures || c.BreakerSuccesses < 1 {
-		errs = append(errs, fmt.Errorf("breaker: need 1 <= failures (%d) <= window (%d) and successes (%d) >= 1",
-			c.BreakerFailures, c.BreakerWindow, c.BreakerSuccesses))
+	if c.BreakerSuccesses < 1 {
+		errs = append(errs, shortener.Invalid("BreakerSuccesses", "must be at least 1, got %d", c.BreakerSuccesses))
 	}
 	return errors.Join(errs...)
 }

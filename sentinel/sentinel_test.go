@@ -1,12 +1,15 @@
 package sentinel
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"shortener"
 )
 
 func TestMain(m *testing.M) {
@@ -37,24 +40,26 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("complete config: got %v, want nil", err)
 	}
 	tests := []struct {
-		name string
-		mod  func(*Config)
-		want string
+		name  string
+		mod   func(*Config)
+		field string // the field named
+		want  string // in the message
 	}{
-		{"no sentinels", func(c *Config) { c.SentinelAddrs = nil }, "sentinel addresses are required"},
-		{"no master name", func(c *Config) { c.MasterName = "" }, "master name"},
-		{"zero timeout", func(c *Config) { c.Timeout = 0 }, "Timeout must be positive, got 0s"},
-		{"negative timeout", func(c *Config) { c.Timeout = -time.Second }, "Timeout must be positive, got -1s"},
-		{"zero pool", func(c *Config) { c.PoolSize = 0 }, "PoolSize must be positive, got 0"},
-		{"zero breaker delay", func(c *Config) { c.BreakerDelay = 0 }, "BreakerDelay must be positive"},
-		{"no failures", func(c *Config) { c.BreakerFailures = 0 }, "failures (0)"},
-		{"window below failures", func(c *Config) { c.BreakerWindow = 4 }, "window (4)"},
-		{"no successes", func(c *Config) { c.BreakerSuccesses = 0 }, "successes (0)"},
+		{"no sentinels", func(c *Config) { c.SentinelAddrs = nil }, "SentinelAddrs", "are required"},
+		{"no master name", func(c *Config) { c.MasterName = "" }, "MasterName", "is required"},
+		{"zero timeout", func(c *Config) { c.Timeout = 0 }, "Timeout", "must be positive, got 0s"},
+		{"negative timeout", func(c *Config) { c.Timeout = -time.Second }, "Timeout", "must be positive, got -1s"},
+		{"zero pool", func(c *Config) { c.PoolSize = 0 }, "PoolSize", "must be positive, got 0"},
+		{"zero breaker delay", func(c *Config) { c.BreakerDelay = 0 }, "BreakerDelay", "must be positive"},
+		{"no failures", func(c *Config) { c.BreakerFailures = 0 }, "BreakerFailures", "at least 1, got 0"},
+		{"window below failures", func(c *Config) { c.BreakerWindow = 4 }, "BreakerWindow", "at least the breaker failures (5), got 4"},
+		{"no successes", func(c *Config) { c.BreakerSuccesses = 0 }, "BreakerSuccesses", "at least 1, got 0"},
 	}
 	for _, tt := range tests {
 		err := testConfig(tt.mod).Validate()
-		if err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%s: got error %v, want one containing %q", tt.name, err, tt.want)
+		var se *shortener.SettingError
+		if !errors.As(err, &se) || se.Field != tt.field || !strings.Contains(se.Problem, tt.want) {
+			t.Errorf("%s: got error %v, want %s %s", tt.name, err, tt.field, tt.want)
 		}
 	}
 	// Every problem is named at once, not the first only.

@@ -31,6 +31,30 @@ type Config struct {
 	QueryTimeout time.Duration // deadline of every query
 }
 
+// Validate reports every setting Open cannot work with, all at once,
+// each a *shortener.SettingError naming its field. QueryTimeout is
+// required: every query must have a deadline, and its value is the
+// caller's (cmd/shortener's) to choose.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, a ...any) { errs = append(errs, shortener.Invalid(field, format, a...)) }
+	if c.DSN == "" {
+		bad("DSN", "is required: user:pass@tcp(host:port)/db")
+	} else if _, err := mysql.ParseDSN(c.DSN); err != nil {
+		bad("DSN", "does not parse: %v", err)
+	}
+	if c.MaxOpen < 1 {
+		bad("MaxOpen", "must be at least 1, got %d", c.MaxOpen)
+	}
+	if c.MaxIdle < 0 || c.MaxIdle > max(c.MaxOpen, 0) {
+		bad("MaxIdle", "must be between 0 and the max open (%d), got %d", c.MaxOpen, c.MaxIdle)
+	}
+	if c.QueryTimeout <= 0 {
+		bad("QueryTimeout", "must be positive, got %s", c.QueryTimeout)
+	}
+	return errors.Join(errs...)
+}
+
 // Store reads and writes links. It is safe for concurrent use.
 type Store struct {
 	db      *sql.DB
@@ -38,12 +62,11 @@ type Store struct {
 	timeout time.Duration
 }
 
-// Open prepares a pool for cfg. It does not connect; call Ping or Migrate.
-// QueryTimeout is required: every query must have a deadline, and its
-// value is the caller's (cmd/shortener's) to choose.
+// Open prepares a pool for cfg, which it validates. It does not connect;
+// call Ping or Migrate.
 func Open(cfg Config, log *slog.Logger) (*Store, error) {
-	if cfg.QueryTimeout <= 0 {
-		return nil, fmt.Errorf("open store: query timeout must be positive, got %s", cfg.QueryTimeout)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
 	}
 	dc, err := mysql.ParseDSN(cfg.DSN)
 	if err != nil {

@@ -65,19 +65,24 @@ const KeyPrefix = "trending:"
 // (three increments per slot) runs in well under a Redis deadline.
 const batchSlots = 500
 
-// validate names every missing or impossible value; the defaults are the
-// configuration's (cmd/shortener), not this package's.
-func (c Config) validate() error {
-	errs := []error{c.Redis.Validate()}
-	need := func(ok bool, what string) {
+// Validate names every missing or impossible value of the ranking's own
+// settings, each a *shortener.SettingError; Redis is sentinel.Config's to
+// validate (New checks both). The defaults are the configuration's
+// (cmd/shortener), not this package's.
+func (c Config) Validate() error {
+	var errs []error
+	need := func(ok bool, field, format string, a ...any) {
 		if !ok {
-			errs = append(errs, errors.New(what))
+			errs = append(errs, shortener.Invalid(field, format, a...))
 		}
 	}
-	need(c.Node != "", "node is required")
-	need(c.Prefix != "", "key prefix is required")
-	need(c.Tick > 0 && c.Refresh >= c.Tick, "need 0 < tick <= refresh")
-	need(c.Capacity > 0 && c.MaxQueued > 0, "top-K capacity and queue bound must be positive")
+	need(c.Node != "", "Node", "is required")
+	need(c.Prefix != "", "Prefix", "is required")
+	need(c.Tick > 0, "Tick", "must be positive, got %s", c.Tick)
+	need(c.Refresh >= c.Tick, "Refresh", "must be at least the tick (%s), got %s", c.Tick, c.Refresh)
+	need(c.Capacity > 0, "Capacity", "must be positive, got %d", c.Capacity)
+	need(c.MaxQueued > 0, "MaxQueued", "must be positive, got %d", c.MaxQueued)
+	need(c.MinClients >= 0, "MinClients", "must not be negative, got %d", c.MinClients)
 	return errors.Join(errs...)
 }
 
@@ -114,7 +119,7 @@ type Ranking struct {
 // Redis is connected lazily. res filters deleted and expired links; now
 // is the clock (time.Now outside tests); metrics are registered on reg.
 func New(cfg Config, res Resolver, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) (*Ranking, error) {
-	if err := cfg.validate(); err != nil {
+	if err := errors.Join(cfg.Redis.Validate(), cfg.Validate()); err != nil {
 		return nil, fmt.Errorf("new trending: %w", err)
 	}
 	m, err := newMetrics(reg)
