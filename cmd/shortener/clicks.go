@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"shortener"
 	"shortener/clicks"
 	"shortener/handler"
 	"shortener/store"
@@ -26,7 +27,7 @@ type clickCounting struct {
 // with whatever an earlier run left. obs hears every journaled group (the
 // trending ranking); it may be nil. Counting off: nil, nil.
 func startClicks(cfg Config, st *store.Store, obs clicks.Observer, log *slog.Logger, reg prometheus.Registerer) (*clickCounting, error) {
-	if !cfg.Clicks {
+	if !cfg.Clicks.On {
 		log.Warn("click counting is off (SHORTENER_CLICKS=false): redirects are not counted")
 		return nil, nil
 	}
@@ -39,11 +40,11 @@ func startClicks(cfg Config, st *store.Store, obs clicks.Observer, log *slog.Log
 		j.Close()
 		return nil, err
 	}
-	cc := &clickCounting{j: j, ship: ship, done: make(chan error, 1), drain: cfg.ClicksDrainTimeout, log: log}
+	cc := &clickCounting{j: j, ship: ship, done: make(chan error, 1), drain: cfg.Clicks.DrainTimeout, log: log}
 	ctx, stop := context.WithCancel(context.Background())
 	cc.stop = stop
 	go func() { cc.done <- cc.ship.Run(ctx) }()
-	log.Info("click journal open", "dir", cfg.ClicksDir, "journal_id", j.ID())
+	log.Info("click journal open", "dir", cfg.Clicks.Dir, "journal_id", j.ID())
 	return cc, nil
 }
 
@@ -101,35 +102,39 @@ const (
 	clicksRequestWindow = 10 * time.Minute
 )
 
-// clicksConfig is the journal's part of the configuration; clicks.Open
-// validates it and has no defaults of its own.
+// clicksConfig is the journal's: its section, with the node ID and the
+// segment size derived unless set: a sixteenth of the bound, between 1
+// and 16 MiB, and never above the bound.
 func (cfg Config) clicksConfig() clicks.Config {
-	return clicks.Config{
-		Dir:           cfg.ClicksDir,
-		NodeID:        cfg.NodeID,
-		MaxBytes:      int64(cfg.ClicksMaxBytes),
-		SegmentBytes:  cfg.segmentBytes(),
-		SyncInterval:  cfg.ClicksSyncInterval,
-		MaxRequestAge: cfg.ClicksMaxRequestAge,
+	c := cfg.Clicks.Config
+	c.NodeID = cfg.Node.ID.N
+	if c.SegmentBytes == 0 {
+		c.SegmentBytes = min(16<<20, max(1<<20, c.MaxBytes/16))
+		if c.MaxBytes > 0 {
+			c.SegmentBytes = min(c.SegmentBytes, c.MaxBytes)
+		}
 	}
+	return c
 }
 
-// minSegmentBytes is the smallest segment the configuration accepts: a
-// few hundred clicks.
+// minSegmentBytes is the smallest segment the configuration accepts, a
+// few hundred clicks: a rule of this deployment's, above the journal's
+// own (a segment must hold one record), so that a mistyped size does not
+// make the journal begin a segment every few clicks.
 const minSegmentBytes = 16 << 10
 
-// segmentBytes is the journal's segment size: as configured, or a
-// sixteenth of the bound, between 1 and 16 MiB.
-func (cfg Config) segmentBytes() int64 {
-	if cfg.ClicksSegmentBytes > 0 {
-		return int64(cfg.ClicksSegmentBytes)
+// validate checks what is the configuration's own: a segment size given
+// is not below minSegmentBytes.
+func (c ClicksConfig) validate() error {
+	if c.SegmentBytes != 0 && c.SegmentBytes < minSegmentBytes {
+		return shortener.Invalid("SegmentBytes", "must be 0 (derived) or at least %d, got %d", minSegmentBytes, c.SegmentBytes)
 	}
-	return min(16<<20, max(1<<20, int64(cfg.ClicksMaxBytes)/16))
+	return nil
 }
 
 // shipperConfig is the shipper's: a batch's transaction may take a few
 // query deadlines.
 func (cfg Config) shipperConfig() clicks.ShipperConfig {
-	return clicks.ShipperConfig{MaxBatch: clicksBatch, Interval: clicksPoll, Timeout: 5 * cfg.MySQLTimeout, Heartbeat: clicksHeartbeat,
-		PurgeEvery: clicksPurge, RequestWindow: clicksRequestWindow, RequestHold: cfg.ClicksRequestHold}
+	return clicks.ShipperConfig{MaxBatch: clicksBatch, Interval: clicksPoll, Timeout: 5 * cfg.MySQL.QueryTimeout, Heartbeat: clicksHeartbeat,
+		PurgeEvery: clicksPurge, RequestWindow: clicksRequestWindow, RequestHold: cfg.Clicks.RequestHold}
 }

@@ -20,10 +20,10 @@ import (
 func keys(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("shortener keys", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	e := &envFlags{fs: fs, getenv: getenv}
-	var dsn string
+	// A small pool of its own, the DSN read and validated as the server's.
+	cfg := store.Config{MaxOpen: 2, QueryTimeout: 5 * time.Second, DialTimeout: 2 * time.Second}
+	e := newEnvFlags(fs, getenv, []setting{{"mysql-dsn", (*dsn)(&cfg.DSN), "", "MySQL DSN (required)"}})
 	var admin bool
-	e.str(&dsn, "mysql-dsn", "SHORTENER_MYSQL_DSN", "", "MySQL DSN (required)")
 	fs.BoolVar(&admin, "admin", false, "create: an admin key, which manages every link")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: shortener keys [-mysql-dsn DSN] [-admin] create NAME | revoke NAME | list")
@@ -32,11 +32,9 @@ func keys(ctx context.Context, args []string, getenv func(string) string, stdout
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := errors.Join(e.errs...); err != nil {
+	e.check("keys", &cfg, cfg.Validate(), nil)
+	if err := e.err(); err != nil {
 		return err
-	}
-	if dsn == "" {
-		return errors.New("keys: MySQL DSN is required: set $SHORTENER_MYSQL_DSN or -mysql-dsn")
 	}
 	cmd, rest := fs.Arg(0), fs.Args()
 	if len(rest) > 0 {
@@ -46,8 +44,7 @@ func keys(ctx context.Context, args []string, getenv func(string) string, stdout
 		fs.Usage()
 		return errors.New("keys: wrong arguments")
 	}
-	st, err := store.Open(store.Config{DSN: dsn, MaxOpen: 2, QueryTimeout: 5 * time.Second, DialTimeout: 2 * time.Second},
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	st, err := store.Open(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		return err
 	}

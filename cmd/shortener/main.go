@@ -8,14 +8,13 @@ package main
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -53,10 +52,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 // runWithClock is run with the clock that decides whether it is safe to
 // issue IDs after a restart; tests set it behind the real one.
-// maxClockWait is how far behind the last issued ID the clock may be at
-// start-up before the instance refuses to start rather than wait.
-const maxClockWait = 15 * time.Second
-
+//
+// Each step defers its closer as it starts, so they run in reverse at
+// shutdown, after serve has drained the HTTP server: pprof stops, the
+// click journal closes and ships what it holds to MySQL, the purge, the
+// ranking (its last flush and spool) and the lookup path's tasks are
+// joined and their Redis clients closed, the lease is released with the
+// last ID's time, and MySQL closes last. Every goroutine started here is
+// a task (task.go), joined before what it uses closes.
 func runWithClock(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, now func() time.Time) error {
 	if len(args) > 0 && args[0] == "keys" {
 		return keys(ctx, args[1:], getenv, stdout, stderr)
@@ -68,106 +71,188 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return err
 	}
-	if cfg.Instance == "" { // an auto node ID: a pod's name tells instances apart
-		if cfg.Instance, err = os.Hostname(); err != nil {
-			return fmt.Errorf("instance name: %w", err)
-		}
-	}
-	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: cfg.LogLevel})).
-		With("instance", cfg.Instance)
-	if stdout == os.Stdout { // go-redis logs per process, not per run
-		cache.RouteLibraryLogs(log)
-	}
-	log.Info("starting", "config", cfg)
-
-	if cfg.CodeKey == idgen.DefaultKey { // only with SHORTENER_DEV_CODE_KEY
-		log.Warn("SHORTENER_CODE_KEY is the built-in default (allowed by SHORTENER_DEV_CODE_KEY): anyone can decode codes; never use it in production")
-	}
-	codec, err := idgen.NewCodec(cfg.CodeKey)
+	log, err := startLog(&cfg, stdout)
 	if err != nil {
 		return err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	st, err := store.Open(store.Config{
-		DSN:          cfg.MySQLDSN,
-		MaxOpen:      cfg.MySQLMaxOpen,
-		MaxIdle:      cfg.MySQLMaxIdle,
-		MaxLifetime:  5 * time.Minute,
-		DialTimeout:  cfg.MySQLDialTimeout,
-		QueryTimeout: cfg.MySQLTimeout,
-	}, log)
+	st, err := openStore(ctx, cfg.MySQL, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if err := waitMigrate(ctx, st, cfg.MigrateTimeout, log); err != nil {
-		return err
-	}
-	nodes, err := lease.New(lease.Config{NodeID: cfg.NodeID, Auto: cfg.AutoNodeID, MaxNode: idgen.MaxNode,
-		Instance: cfg.Instance, TTL: cfg.NodeLeaseTTL, MaxClockWait: maxClockWait}, st, now, log, reg)
+	node, err := claimNode(ctx, &cfg, st, now, log, reg)
 	if err != nil {
 		return err
 	}
-	if err := nodes.Claim(ctx); err != nil {
-		return err
-	}
-	cfg.NodeID = nodes.NodeID() // the one claimed, with SHORTENER_NODE_ID=auto
-	ids, err := idgen.New(cfg.NodeID, codec)
+	defer node.release(ctx)
+	c, stopCache, err := startCache(ctx, cfg, st, log, reg)
 	if err != nil {
 		return err
 	}
-	// Released last but one (before MySQL closes), with the last ID's time.
-	defer func() { nodes.Release(ctx, ids.Horizon(now())) }()
-	keep := goTask(ctx, func(ctx context.Context) error { return nodes.Keep(ctx, ids.Horizon) })
-	defer keep.join() //nolint:errcheck // a lost lease is answered in the select below
-
-	c, err := cache.New(cfg.cacheConfig(), st, st, log, reg)
+	defer stopCache()
+	trend, stopTrending, err := startTrending(ctx, cfg, c, log, reg)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	if err := c.LoadPending(ctx); err != nil {
-		// The replay loop reads them within its interval.
-		log.Warn("pending invalidations not loaded at start", "err", err)
-	}
-	cacheRun := goTask(ctx, c.Run)
-	defer cacheRun.join() //nolint:errcheck // Run returns when stopped; before Redis closes
-
-	trend, err := trending.New(cfg.trendingConfig(), c, time.Now, log, reg)
-	if err != nil {
-		return err
-	}
-	defer trend.Close()
-	trendRun := goTask(ctx, trend.Run)
-	defer trendRun.join() //nolint:errcheck // last flush and spool, before Redis closes
-
-	// Expired idempotency keys are purged in the background.
+	defer stopTrending()
 	purge := goTask(ctx, func(ctx context.Context) error { purgeIdempotencyKeys(ctx, st, log); return nil })
 	defer purge.join() //nolint:errcheck // never fails
-
-	// The click journal feeds the trending ranking with each group it
-	// writes; it closes (and drains to MySQL) before trending and MySQL.
+	// The click journal feeds the ranking with each group it writes.
 	clk, err := startClicks(cfg, st, trend, log, reg)
 	if err != nil {
 		return err
 	}
 	defer clk.close()
+	h, err := newHandler(ctx, cfg, st, c, trend, clk, node.ids, reg, log)
+	if err != nil {
+		return err
+	}
+	srv, err := listen(cfg.Server, h, log)
+	if err != nil {
+		return err
+	}
+	if cfg.Server.PprofAddr != "" {
+		profiles := goTask(ctx, func(ctx context.Context) error { servePprof(ctx, cfg.Server.PprofAddr, log); return nil })
+		defer profiles.join() //nolint:errcheck // never fails
+	}
+	return serve(ctx, cfg.Server, srv, node.keep, log)
+}
 
-	// Keys are checked against the last list read, never waiting on MySQL;
-	// the first list is read here so the first requests find one.
-	keyring := handler.NewKeyring(st, []string{cfg.APIKey}, []string{cfg.AdminKey}, 5*time.Second, time.Now, log)
+// startLog names the instance when the configuration did not (an auto
+// node ID: a pod's name tells instances apart), returns the logger and
+// logs the configuration with it.
+func startLog(cfg *Config, stdout io.Writer) (*slog.Logger, error) {
+	if cfg.Server.Instance == "" {
+		var err error
+		if cfg.Server.Instance, err = os.Hostname(); err != nil {
+			return nil, fmt.Errorf("instance name: %w", err)
+		}
+	}
+	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: cfg.Server.LogLevel})).
+		With("instance", cfg.Server.Instance)
+	if stdout == os.Stdout { // go-redis logs per process, not per run
+		cache.RouteLibraryLogs(log)
+	}
+	log.Info("starting", "config", cfg)
+	if cfg.Node.CodeKey == idgen.DefaultKey { // only with SHORTENER_DEV_CODE_KEY
+		log.Warn("SHORTENER_CODE_KEY is the built-in default (allowed by SHORTENER_DEV_CODE_KEY): anyone can decode codes; never use it in production")
+	}
+	return log, nil
+}
+
+// openStore opens MySQL and waits, up to the migrate timeout, until it
+// answers and the migrations are applied, so instances can start before
+// MariaDB is up.
+func openStore(ctx context.Context, cfg MySQLConfig, log *slog.Logger) (*store.Store, error) {
+	st, err := store.Open(cfg.storeConfig(), log)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(cfg.MigrateTimeout)
+	for {
+		err := st.Migrate(ctx, max(time.Until(deadline), time.Second))
+		if err == nil {
+			return st, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			st.Close()
+			return nil, fmt.Errorf("database not ready after %s: %w", cfg.MigrateTimeout, err)
+		}
+		log.Warn("database not ready, retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			st.Close()
+			return nil, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// node is this instance's node ID: the lease that holds it, the task that
+// renews the lease (it ends early only when the lease is lost), and the
+// IDs issued with it.
+type node struct {
+	lease *lease.Lease
+	keep  *task
+	ids   *idgen.Generator
+	now   func() time.Time
+}
+
+// claimNode claims the node ID (with SHORTENER_NODE_ID=auto, a free one,
+// which it writes into cfg) and keeps renewing it.
+func claimNode(ctx context.Context, cfg *Config, st *store.Store, now func() time.Time, log *slog.Logger, reg prometheus.Registerer) (*node, error) {
+	codec, err := idgen.NewCodec(cfg.Node.CodeKey)
+	if err != nil {
+		return nil, err
+	}
+	l, err := lease.New(cfg.leaseConfig(), st, now, log, reg)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Claim(ctx); err != nil {
+		return nil, err
+	}
+	cfg.Node.ID.N = l.NodeID()
+	ids, err := idgen.New(cfg.Node.ID.N, codec)
+	if err != nil {
+		return nil, err
+	}
+	keep := goTask(ctx, func(ctx context.Context) error { return l.Keep(ctx, ids.Horizon) })
+	return &node{lease: l, keep: keep, ids: ids, now: now}, nil
+}
+
+// release stops renewing the lease and releases it with the last ID's
+// time, so a restart issues none at or below it.
+func (n *node) release(ctx context.Context) {
+	n.keep.join() //nolint:errcheck // a lost lease is serve's to answer
+	n.lease.Release(ctx, n.ids.Horizon(n.now()))
+}
+
+// startCache opens the lookup path and runs what it handles in the
+// background; stop joins that, then closes its Redis clients.
+func startCache(ctx context.Context, cfg Config, st *store.Store, log *slog.Logger, reg prometheus.Registerer) (c *cache.Cache, stop func(), err error) {
+	c, err = cache.New(cfg.cacheConfig(), st, st, log, reg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.LoadPending(ctx); err != nil {
+		// The replay loop reads them within its interval.
+		log.Warn("pending invalidations not loaded at start", "err", err)
+	}
+	run := goTask(ctx, c.Run)
+	return c, func() {
+		run.join() //nolint:errcheck // Run returns when stopped
+		c.Close()
+	}, nil
+}
+
+// startTrending starts the ranking; stop joins it (its last flush and
+// spool), then closes its Redis client.
+func startTrending(ctx context.Context, cfg Config, c *cache.Cache, log *slog.Logger, reg prometheus.Registerer) (r *trending.Ranking, stop func(), err error) {
+	r, err = trending.New(cfg.trendingConfig(), c, time.Now, log, reg)
+	if err != nil {
+		return nil, nil, err
+	}
+	run := goTask(ctx, r.Run)
+	return r, func() {
+		run.join() //nolint:errcheck // Run returns when stopped
+		r.Close()
+	}, nil
+}
+
+// newHandler is the HTTP API and pages over the other parts. API keys
+// are checked against the last list read, never waiting on MySQL; the
+// first list is read here so the first requests find one.
+func newHandler(ctx context.Context, cfg Config, st *store.Store, c *cache.Cache, trend *trending.Ranking, clk *clickCounting,
+	ids *idgen.Generator, reg *prometheus.Registry, log *slog.Logger) (http.Handler, error) {
+	keyring := handler.NewKeyring(st, []string{cfg.Handler.APIKey}, []string{cfg.Handler.AdminKey}, 5*time.Second, time.Now, log)
 	if err := keyring.Load(ctx); err != nil {
 		log.Warn("API keys not loaded at start; keyed calls answer 503 until they are", "err", err)
 	}
-	h, err := handler.New(handler.Config{BaseURL: cfg.BaseURL, Instance: cfg.Instance, AnonymousCreate: cfg.Anonymous,
-		CreateRate: cfg.CreateRate, CreateBurst: cfg.CreateBurst, IdempotencyTTL: cfg.IdemTTL,
-		KeyCreateRate: cfg.KeyCreateRate, KeyCreateBurst: cfg.KeyCreateBurst, TrustedProxies: cfg.TrustedProxies,
-		PageRate: cfg.PageRate, PageBurst: cfg.PageBurst,
-		ReferrerPolicy: cfg.ReferrerPolicy, PermanentMaxAge: cfg.PermanentMaxAge,
-		TrendingKeyed: cfg.TrendingKeyed, Pages: true, CookieSecret: cookieSecret(cfg.CodeKey),
-		Policy: handler.NewURLPolicy(cfg.BaseURL, cfg.SelfHosts, cfg.DenyHosts, cfg.AllowLocal)}, handler.Deps{
+	return handler.New(cfg.handlerConfig(), handler.Deps{
 		Resolver:    c,
 		Registry:    reg,
 		Links:       st,
@@ -188,20 +273,24 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 		Stats:       st,
 		Log:         log,
 	})
-	if err != nil {
-		return err
-	}
+}
+
+// listen starts serving h on the configured address.
+func listen(cfg ServerConfig, h http.Handler, log *slog.Logger) (*server, error) {
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
-	srv := newServer(ln, h, cfg.IdleTimeout, log)
 	log.Info("listening", "addr", ln.Addr().String())
-	if cfg.PprofAddr != "" {
-		profiles := goTask(ctx, func(ctx context.Context) error { servePprof(ctx, cfg.PprofAddr, log); return nil })
-		defer profiles.join() //nolint:errcheck // never fails
-	}
+	return newServer(ln, h, cfg.IdleTimeout, log), nil
+}
 
+// serve waits for the end: ctx cancelled (a signal), the server failing,
+// or the node ID's lease lost (keep ending). It then drains the server:
+// stop accepting, let open connections finish for the drain timeout,
+// shut down within the shutdown timeout. http.ErrServerClosed is a clean
+// exit; a lost lease is an error however the drain goes.
+func serve(ctx context.Context, cfg ServerConfig, srv *server, keep *task, log *slog.Logger) error {
 	select {
 	case err := <-srv.failed():
 		return fmt.Errorf("serve: %w", err)
@@ -221,84 +310,5 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 		return err
 	}
 	log.Info("stopped")
-	return nil // deferred: close Redis, then MySQL
-}
-
-// waitMigrate retries until the database answers and the migrations are
-// applied, so instances can start before MariaDB is up.
-func waitMigrate(ctx context.Context, st *store.Store, limit time.Duration, log *slog.Logger) error {
-	deadline := time.Now().Add(limit)
-	for {
-		err := st.Migrate(ctx, max(time.Until(deadline), time.Second))
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("database not ready after %s: %w", limit, err)
-		}
-		log.Warn("database not ready, retrying", "err", err)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-// Idempotency keys are purged every minute in batches of idemPurgeBatch
-// (each DELETE holds its locks briefly), batch after batch while they come
-// back full, up to idemPurgeBatches: 1,000 a minute could not keep up with
-// 1,000 keyed creates a second; this keeps up with over 8,000.
-const (
-	idemPurgeBatch   = 1000
-	idemPurgeBatches = 500
-)
-
-// purgeIdempotencyKeys removes expired idempotency keys every minute until
-// ctx ends.
-func purgeIdempotencyKeys(ctx context.Context, st *store.Store, log *slog.Logger) {
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if n := purgeExpiredKeys(ctx, st, log); n > 0 {
-			log.Info("expired idempotency keys purged", "keys", n)
-		}
-	}
-}
-
-// keyPurger is the store's purge of expired idempotency keys.
-type keyPurger interface {
-	PurgeIdempotencyKeys(ctx context.Context, before time.Time, limit int) (int64, error)
-}
-
-// purgeExpiredKeys is one round of the purge: batches while they come
-// back full. It returns how many keys went.
-func purgeExpiredKeys(ctx context.Context, p keyPurger, log *slog.Logger) int64 {
-	var total int64
-	for range idemPurgeBatches {
-		n, err := p.PurgeIdempotencyKeys(ctx, time.Now(), idemPurgeBatch)
-		if err != nil {
-			log.Debug("purge idempotency keys", "err", err)
-			break
-		}
-		total += n
-		if n < idemPurgeBatch {
-			break
-		}
-	}
-	return total
-}
-
-// cookieSecret is the key that signs the pages' key cookie, derived from
-// the code key: a secret every instance already shares, so a cookie one
-// instance set is good on the others, and that never leaves the servers.
-func cookieSecret(codeKey string) []byte {
-	m := hmac.New(sha256.New, []byte(codeKey))
-	m.Write([]byte("shortener: key cookie"))
-	return m.Sum(nil)
+	return nil // the deferred closers run next
 }

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"path/filepath"
 	"strconv"
+	"time"
 
 	"shortener/cache"
 	"shortener/clicks"
 	"shortener/handler"
 	"shortener/idgen"
-	"shortener/sentinel"
+	"shortener/lease"
 	"shortener/store"
 	"shortener/trending"
 )
@@ -43,54 +47,83 @@ var (
 	_ clicks.Sink      = (*store.Store)(nil)
 )
 
-// redisConfig is how the lookup path and the ranking reach Redis: one
-// Sentinel group, one set of passwords, deadlines and breaker tuning. Each
-// builds clients and breakers of its own from it, so a sick trending path
-// never opens the lookup path's breakers. sentinel.Config validates it and
-// has no defaults of its own: they are parseConfig's.
-func (cfg Config) redisConfig() sentinel.Config {
-	return sentinel.Config{
-		MasterName:       cfg.RedisMaster,
-		SentinelAddrs:    cfg.RedisSentinels,
-		Password:         cfg.RedisPassword,
-		SentinelPassword: cfg.SentinelPassword,
-		Timeout:          cfg.RedisTimeout,
-		PoolSize:         cfg.RedisPoolSize,
-		BreakerFailures:  cfg.BreakerFailures,
-		BreakerWindow:    cfg.BreakerWindow,
-		BreakerDelay:     cfg.BreakerDelay,
-		BreakerSuccesses: cfg.BreakerSuccesses,
-	}
-}
+// Each package's Config is its section of the configuration plus what
+// follows from other sections; each package validates its own
+// (Config.validate calls the same Validate on the same conversion) and
+// has no defaults of its own: they are the settings table's.
 
-// cacheConfig is the cache's part of the configuration. cache.New validates it
-// and has no defaults of its own: they are parseConfig's.
+// cacheConfig is the lookup path's: its section, with the Redis section.
+// The lookup path and the ranking reach the one Sentinel group with the
+// same passwords, deadlines and breaker tuning, but each builds clients
+// and breakers of its own, so a sick trending path never opens the lookup
+// path's breakers.
 func (cfg Config) cacheConfig() cache.Config {
-	return cache.Config{
-		Redis:             cfg.redisConfig(),
-		TTL:               cfg.RedisTTL,
-		L1Size:            cfg.L1Size,
-		L1TTL:             cfg.L1TTL,
-		L1NegativeTTL:     cfg.L1NegativeTTL,
-		ReplayInterval:    cfg.InvalidationReplay,
-		InvalidationGrace: cfg.InvalidationGrace,
-	}
+	c := cfg.Cache
+	c.Redis = cfg.Redis
+	return c
 }
 
-// trendingConfig is the ranking's part of the configuration; like the
-// cache, trending.New validates it and has no defaults of its own. The
-// node name ties this instance's batches to its sequence mark in Redis:
-// node IDs are unique among live instances.
+// trendingConfig is the ranking's: its section, with the Redis section
+// and a node name that ties this instance's batches to its sequence mark
+// in Redis (node IDs are unique among live instances). The spool lives
+// beside the click journal unless set ("-": memory only): the same
+// volume that must outlive the process, one instance per directory.
 func (cfg Config) trendingConfig() trending.Config {
-	return trending.Config{
-		Redis:      cfg.redisConfig(),
-		Node:       "node-" + strconv.FormatInt(cfg.NodeID, 10),
-		Prefix:     trending.KeyPrefix,
-		Spool:      cfg.TrendingSpool,
-		Tick:       cfg.TrendingTick,
-		Refresh:    cfg.TrendingRefresh,
-		Capacity:   cfg.TrendingTopK,
-		MaxQueued:  cfg.TrendingMaxQueued,
-		MinClients: cfg.TrendingMinClients,
+	t := cfg.Trending
+	t.Redis = cfg.Redis
+	t.Node = "node-" + strconv.FormatInt(cfg.Node.ID.N, 10)
+	t.Prefix = trending.KeyPrefix
+	switch t.Spool {
+	case "":
+		t.Spool = filepath.Join(cfg.Clicks.Dir, "trending.spool")
+	case "-":
+		t.Spool = ""
 	}
+	return t
+}
+
+// storeConfig is MySQL's pool. A pool that keeps fewer idle connections
+// than it opens closes one whenever a request ends with the idle slots
+// full, and dials again on the next burst: at 32 creates in flight
+// against 16 idle slots that was one new MySQL connection per 6 creates,
+// and 8-23% of the app's CPU per create. So unless told otherwise every
+// connection opened is kept (the driver's own advice). The peak stays
+// max open; MaxLifetime still recycles them.
+func (m MySQLConfig) storeConfig() store.Config {
+	c := m.Config
+	if c.MaxIdle == 0 {
+		c.MaxIdle = c.MaxOpen
+	}
+	c.MaxLifetime = 5 * time.Minute
+	return c
+}
+
+// maxClockWait is how far behind the last issued ID the clock may be at
+// start-up before the instance refuses to start rather than wait.
+const maxClockWait = 15 * time.Second
+
+// leaseConfig is the node ID lease's.
+func (cfg Config) leaseConfig() lease.Config {
+	return lease.Config{NodeID: cfg.Node.ID.N, Auto: cfg.Node.ID.Auto, MaxNode: idgen.MaxNode,
+		Instance: cfg.Server.Instance, TTL: cfg.Node.LeaseTTL, MaxClockWait: maxClockWait}
+}
+
+// handlerConfig is the handler's: its section, with the instance's name,
+// the pages on, the policy of target URLs, and the key cookie's secret.
+func (cfg Config) handlerConfig() handler.Config {
+	h := cfg.Handler.Config
+	h.Instance = cfg.Server.Instance
+	h.Pages = true
+	h.CookieSecret = cookieSecret(cfg.Node.CodeKey)
+	h.Policy = handler.NewURLPolicy(h.BaseURL, cfg.Handler.SelfHosts, cfg.Handler.DenyHosts, cfg.Handler.AllowLocal)
+	return h
+}
+
+// cookieSecret is the key that signs the pages' key cookie, derived from
+// the code key: a secret every instance already shares, so a cookie one
+// instance set is good on the others, and that never leaves the servers.
+func cookieSecret(codeKey string) []byte {
+	m := hmac.New(sha256.New, []byte(codeKey))
+	m.Write([]byte("shortener: key cookie"))
+	return m.Sum(nil)
 }

@@ -20,7 +20,7 @@ import (
 // ones there are, make a cache that cache.New accepts (it has none of its
 // own and connects lazily, so no Redis is needed).
 func TestDefaultsSatisfyCache(t *testing.T) {
-	cfg, err := parseConfig(nil, envOf(map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d"}), io.Discard)
+	cfg, err := parseConfig(nil, envOf(map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": testDSN}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestDefaultsSatisfyCache(t *testing.T) {
 
 // TestDefaultsSatisfyTrending does the same for the ranking.
 func TestDefaultsSatisfyTrending(t *testing.T) {
-	cfg, err := parseConfig(nil, envOf(map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d"}), io.Discard)
+	cfg, err := parseConfig(nil, envOf(map[string]string{"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": testDSN}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestRedisSettingsReachBoth(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg, err := parseConfig(nil, envOf(map[string]string{
-		"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": "d",
+		"SHORTENER_NODE_ID": "1", "SHORTENER_MYSQL_DSN": testDSN,
 		"SHORTENER_REDIS_PASSWORD": "r-secret", "SHORTENER_SENTINEL_PASSWORD_FILE": file,
 		"SHORTENER_REDIS_MASTER": "m", "SHORTENER_REDIS_SENTINELS": "127.0.0.1:1,127.0.0.1:2",
 		"SHORTENER_REDIS_TIMEOUT": "20ms", "SHORTENER_REDIS_POOL": "7",
