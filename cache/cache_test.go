@@ -23,6 +23,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 
+	"shortener/internal/poll"
 	"shortener/sentinel"
 	"shortener/stack"
 	"shortener/stack/stacktest"
@@ -267,13 +268,12 @@ func TestSingleflight(t *testing.T) {
 	}
 	// Open the gate once every lookup is past Redis, on its way to (or
 	// waiting on) the one query.
-	deadline := time.Now().Add(10 * time.Second)
-	for count(c.m.redis, roleReplica, resultError)+count(c.m.redis, roleReplica, resultSkipped) < n {
-		if time.Now().After(deadline) {
-			t.Fatal("lookups did not all reach the origin stage")
+	poll.Until(t, "every lookup past Redis", func() error {
+		if past := count(c.m.redis, roleReplica, resultError) + count(c.m.redis, roleReplica, resultSkipped); past < n {
+			return fmt.Errorf("%v of %d past Redis", past, n)
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 	close(g.gate)
 	wg.Wait()
 	close(errs)
@@ -359,11 +359,12 @@ func TestSentinelEventsOnRealMaster(t *testing.T) {
 	host, port, _ := net.SplitHostPort(master.Addr())
 	c.write.Breaker().Open()
 	c.onSentinelEvent(ctx, "+switch-master", "shortener 127.0.0.1 1 "+host+" "+port)
-	for deadline := time.Now().Add(time.Minute); !c.write.Breaker().IsClosed(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("write breaker still %s a minute after +switch-master to a healthy master", c.write.Breaker().State())
+	poll.Until(t, "the write breaker to close after +switch-master to a healthy master", func() error {
+		if !c.write.Breaker().IsClosed() {
+			return fmt.Errorf("write breaker %s", c.write.Breaker().State())
 		}
-	}
+		return nil
+	})
 	odown := "master shortener " + host + " " + port + " #quorum 2/2"
 	c.onSentinelEvent(ctx, "+odown", odown)
 	if w := c.write.Breaker().State(); w != "closed" {
@@ -388,25 +389,25 @@ func TestCacheAside(t *testing.T) {
 	// The fill runs off the lookup's path; wait for it. (On a loaded
 	// machine the very first Redis call may time out: no fill follows an
 	// error, so lookups go on until one missed cleanly.)
-	for deadline := time.Now().Add(10 * time.Second); count(c.m.fills, "ok") < 1; time.Sleep(5 * time.Millisecond) {
-		c.Resolve(ctx, "c1") //nolint:errcheck // checked above and below
-		if time.Now().After(deadline) {
-			t.Fatalf("first lookup: fills ok %v (skipped %v, error %v, dropped %v), redis %v; want 1 ok", count(c.m.fills, "ok"), count(c.m.fills, "skipped"), count(c.m.fills, "error"), count(c.m.fills, "dropped"), count(c.m.redis, roleReplica, resultMiss))
+	poll.Until(t, "the first lookup's fill", func() error {
+		if count(c.m.fills, "ok") >= 1 {
+			return nil
 		}
-	}
+		c.Resolve(ctx, "c1") //nolint:errcheck // checked above and below
+		return fmt.Errorf("fills ok %v (skipped %v, error %v, dropped %v), redis misses %v", count(c.m.fills, "ok"), count(c.m.fills, "skipped"), count(c.m.fills, "error"), count(c.m.fills, "dropped"), count(c.m.redis, roleReplica, resultMiss))
+	})
 	calls0 := origin.calls.Load()
 	// Poll until a lookup is answered by Redis (L1 expired, replica has
 	// the fill); the origin must not be asked again.
-	deadline := time.Now().Add(10 * time.Second)
-	for count(c.m.redis, roleReplica, resultHit) < 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no Redis hits: redis %v", testutil.CollectAndCount(c.m.redis))
+	poll.Until(t, "three lookups answered by a replica", func() error {
+		if hits := count(c.m.redis, roleReplica, resultHit); hits < 3 {
+			if l, err := c.Resolve(ctx, "c1"); err != nil || l.URL != "https://example.com/c1" {
+				t.Fatalf("Resolve = %+v, %v", l, err)
+			}
+			return fmt.Errorf("%v replica hits", hits)
 		}
-		if l, err := c.Resolve(ctx, "c1"); err != nil || l.URL != "https://example.com/c1" {
-			t.Fatalf("Resolve = %+v, %v", l, err)
-		}
-		time.Sleep(20 * time.Millisecond) // paces the loop; the exit is the counter
-	}
+		return nil
+	})
 	if got := origin.calls.Load() - calls0; got > 1 {
 		t.Errorf("origin calls after the fill = %d, want at most 1 (if a replica lagged the fill)", got)
 	}
@@ -432,8 +433,7 @@ func TestCacheAside(t *testing.T) {
 // keyspace_hits.
 func TestNoReplicaReachable(t *testing.T) {
 	c, origin, s := newTestCache(t, testConfig(func(c *Config) { c.L1TTL = time.Millisecond }))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	ctx := t.Context()
 	for code := range origin.links {
 		if _, err := c.Resolve(ctx, code); err != nil {
 			t.Fatal(err)
@@ -466,17 +466,18 @@ func TestNoReplicaReachable(t *testing.T) {
 		t.Fatal("no keyspace_hits in INFO stats")
 		return 0
 	}
-	start := hitsOnMaster()
-	for i := 0; hitsOnMaster() < start+20; i++ {
-		if ctx.Err() != nil {
-			t.Fatalf("reads never reached the master after the replicas died (breakers %v)", fmt.Sprint(c.BreakerStates()))
+	start, i := hitsOnMaster(), 0
+	poll.Until(t, "reads to reach the master after the replicas died", func() error {
+		if hits := hitsOnMaster(); hits < start+20 {
+			code := fmt.Sprintf("c%d", i%20)
+			i++
+			if l, err := c.Resolve(ctx, code); err != nil || l.URL != origin.links[code].URL {
+				t.Fatalf("Resolve(%s) with no replica = %+v, %v", code, l, err)
+			}
+			return fmt.Errorf("%d of 20 hits on the master (breakers %v)", hits-start, fmt.Sprint(c.BreakerStates()))
 		}
-		code := fmt.Sprintf("c%d", i%20)
-		if l, err := c.Resolve(ctx, code); err != nil || l.URL != origin.links[code].URL {
-			t.Fatalf("Resolve(%s) with no replica = %+v, %v", code, l, err)
-		}
-		time.Sleep(5 * time.Millisecond) // paces the loop; the exit is the counter
-	}
+		return nil
+	})
 }
 
 // TestWriteBreakerRecoversWithoutEvents opens the write breaker by hand
@@ -486,13 +487,12 @@ func TestNoReplicaReachable(t *testing.T) {
 func TestWriteBreakerRecoversWithoutEvents(t *testing.T) {
 	c, _, _ := newTestCache(t, testConfig(func(c *Config) { c.Redis.BreakerDelay, c.ReplayInterval = 200*time.Millisecond, 50*time.Millisecond }))
 	c.write.Breaker().Open()
-	deadline := time.Now().Add(10 * time.Second)
-	for !c.write.Breaker().IsClosed() {
-		if time.Now().After(deadline) {
-			t.Fatalf("write breaker still %s after 10 s with a healthy master", c.write.Breaker().State())
+	poll.Until(t, "the write breaker to close with a healthy master", func() error {
+		if !c.write.Breaker().IsClosed() {
+			return fmt.Errorf("write breaker %s", c.write.Breaker().State())
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	if got := count(c.m.events, "switch_master"); got != 0 {
 		t.Fatalf("a Sentinel event (%v) closed the breaker; this test wants the probes to", got)
 	}
@@ -513,37 +513,28 @@ func TestAddMany(t *testing.T) {
 	// The first calls may meet a cold pool, or a deadline on a busy
 	// machine: AddMany is idempotent, so call it until one call took
 	// every batch, and check that call's counts.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll.Until(t, "one AddMany to take every batch", func() error {
 		skipped := count(c.m.fills, "skipped")
-		got := c.AddMany(ctx, links)
-		if got == addBatch+4 {
-			if got := count(c.m.fills, "skipped") - skipped; got != 1 {
-				t.Errorf("skipped fills = %v, want 1 (the expired link)", got)
-			}
-			break
+		if got := c.AddMany(ctx, links); got != addBatch+4 {
+			return fmt.Errorf("AddMany took %d, want %d", got, addBatch+4)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("AddMany took %d, want %d", got, addBatch+4)
+		if got := count(c.m.fills, "skipped") - skipped; got != 1 {
+			t.Errorf("skipped fills = %v, want 1 (the expired link)", got)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	// Poll until the replica has the last one: replication is asynchronous.
-	deadline = time.Now().Add(10 * time.Second)
 	for _, code := range []string{"bulk0", fmt.Sprintf("bulk%d", addBatch+3)} {
-		for {
+		poll.Until(t, code+" on a replica", func() error {
 			l, res := c.fromRedis(ctx, code)
-			if res == resultHit {
-				if l.URL != "https://example.com/"+code || l.Redirect != 302 {
-					t.Errorf("%s from Redis: got %+v", code, l)
-				}
-				break
+			if res != resultHit {
+				return fmt.Errorf("lookup: %s", res)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s never reached a replica (last: %s)", code, res)
+			if l.URL != "https://example.com/"+code || l.Redirect != 302 {
+				t.Errorf("%s from Redis: got %+v", code, l)
 			}
-			time.Sleep(20 * time.Millisecond) // paces the loop; the exit is the lookup
-		}
+			return nil
+		})
 	}
 	if got := origin.calls.Load(); got != 0 {
 		t.Errorf("origin calls = %d, want 0", got)
@@ -575,9 +566,12 @@ func TestStallProbe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { c.probeStalls(ctx); close(done) }()
-	for histogramCount(t, c.m.stalls) < 3 {
-		time.Sleep(stallTick)
-	}
+	poll.Until(t, "three stall observations", func() error {
+		if n := histogramCount(t, c.m.stalls); n < 3 {
+			return fmt.Errorf("%d observations", n)
+		}
+		return nil
+	})
 	cancel()
 	<-done
 	var m dto.Metric
