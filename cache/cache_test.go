@@ -24,9 +24,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"shortener/internal/poll"
+	"shortener/internal/stack"
+	"shortener/internal/stack/stacktest"
 	"shortener/sentinel"
-	"shortener/stack"
-	"shortener/stack/stacktest"
 )
 
 // fakeOrigin serves links from memory and counts the calls.

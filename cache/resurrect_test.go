@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"shortener/internal/poll"
-	"shortener/stack"
+	"shortener/internal/stack"
 )
 
 // lockedOrigin is an Origin whose links tests may change while lookups

@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"shortener/internal/poll"
-	"shortener/stack"
-	"shortener/stack/stacktest"
+	"shortener/internal/stack"
+	"shortener/internal/stack/stacktest"
 )
 
 // runCache runs c until the test ends, then closes it.

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"shortener/internal/poll"
-	"shortener/stack/stacktest"
+	"shortener/internal/stack/stacktest"
 )
 
 // A full volume, for real: a tmpfs mounted for the test (Linux, root).

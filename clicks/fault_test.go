@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"shortener/internal/poll"
-	"shortener/stack/stacktest"
+	"shortener/internal/stack/stacktest"
 	"shortener/store"
 )
 

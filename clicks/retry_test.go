@@ -25,9 +25,9 @@ import (
 	"shortener/clicks"
 	"shortener/handler"
 	"shortener/internal/poll"
+	"shortener/internal/stack"
+	"shortener/internal/stack/stacktest"
 	"shortener/nginx"
-	"shortener/stack"
-	"shortener/stack/stacktest"
 	"shortener/store"
 )
 

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"shortener/internal/poll"
-	"shortener/stack/stacktest"
+	"shortener/internal/stack/stacktest"
 )
 
 // metricName finds the shortener's metric names in a PromQL expression.

@@ -14,7 +14,7 @@ import (
 	"shortener/cache"
 	"shortener/clicks"
 	"shortener/handler"
-	"shortener/handler/handlertest"
+	"shortener/internal/handlertest"
 )
 
 // oneLink is an origin with a single link.

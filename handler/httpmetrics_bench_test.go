@@ -13,7 +13,7 @@ import (
 	"shortener"
 	"shortener/cache"
 	"shortener/handler"
-	"shortener/handler/handlertest"
+	"shortener/internal/handlertest"
 )
 
 // BenchmarkHTTPMetricsRatio times a warm redirect (the real handler over

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"shortener/stack/stacktest"
+	"shortener/internal/stack/stacktest"
 	"shortener/store"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"shortener/internal/poll"
-	"shortener/stack/stacktest"
+	"shortener/internal/stack/stacktest"
 )
 
 // newTestClient is a client of route for cfg whose breaker opens on the

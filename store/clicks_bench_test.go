@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"shortener"
-	"shortener/stack/stacktest"
+	"shortener/internal/stack/stacktest"
 )
 
 // BenchmarkShipClicks ships batches of 10,000 clicks on 100 links (the

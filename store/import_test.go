@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"shortener/stack/stacktest"
+	"shortener/internal/stack/stacktest"
 )
 
 // TestImport loads links in more than one statement, then again with one

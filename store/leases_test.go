@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"shortener/stack/stacktest"
+	"shortener/internal/stack/stacktest"
 	"shortener/store"
 )
 

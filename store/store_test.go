@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"shortener/internal/poll"
-	"shortener/stack/stacktest"
+	"shortener/internal/stack/stacktest"
 	"shortener/store"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"shortener/stack"
-	"shortener/stack/stacktest"
+	"shortener/internal/stack"
+	"shortener/internal/stack/stacktest"
 )
 
 // The quality test replays the field report's measurement (Jaccard

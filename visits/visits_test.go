@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"shortener"
+	"shortener/internal/stack"
+	"shortener/internal/stack/stacktest"
 	"shortener/sentinel"
-	"shortener/stack"
-	"shortener/stack/stacktest"
 )
 
 // stored is a Counter with a fixed count per link ID.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"shortener/stack"
+	"shortener/internal/stack"
 )
 
 // capacity is a pair of apps that make bench starts beside the stack: the

@@ -19,8 +19,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"shortener/cache"
+	"shortener/internal/stack"
 	"shortener/sentinel"
-	"shortener/stack"
 	"shortener/store"
 )
 

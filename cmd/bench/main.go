@@ -36,7 +36,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"shortener/cache"
-	"shortener/stack"
+	"shortener/internal/stack"
 	"shortener/store"
 )
 

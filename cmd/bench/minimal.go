@@ -14,8 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"shortener/internal/stack"
 	"shortener/nginx"
-	"shortener/stack"
 )
 
 // minimal is the floor the apps are read against: two Go HTTP servers

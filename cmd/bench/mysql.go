@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 
-	"shortener/stack"
+	"shortener/internal/stack"
 )
 
 // deployBufferPool and deployRedoLog are deploy/'s MariaDB sizes

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"shortener/chaos"
+	"shortener/internal/chaos"
 )
 
 // row is one line of the report: one load against one target, run once

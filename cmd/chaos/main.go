@@ -30,8 +30,8 @@ import (
 	"syscall"
 	"time"
 
-	"shortener/chaos"
-	"shortener/stack"
+	"shortener/internal/chaos"
+	"shortener/internal/stack"
 )
 
 func main() {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"shortener/chaos"
+	"shortener/internal/chaos"
 )
 
 func noEnv(string) string { return "" }

@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"shortener/chaos"
-	"shortener/chaos/chaostest"
+	"shortener/internal/chaos"
+	"shortener/internal/chaos/chaostest"
 	"shortener/internal/poll"
-	"shortener/stack"
-	"shortener/stack/stacktest"
+	"shortener/internal/stack"
+	"shortener/internal/stack/stacktest"
 )
 
 // testAPIKey authorises management calls in tests.

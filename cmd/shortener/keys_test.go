@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"shortener/internal/poll"
-	"shortener/stack/stacktest"
+	"shortener/internal/stack/stacktest"
 )
 
 // TestAPIKeysCommand creates a key with the command, uses it, revokes it,

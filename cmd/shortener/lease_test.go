@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"shortener/idgen"
-	"shortener/stack/stacktest"
+	"shortener/internal/stack/stacktest"
 )
 
 // TestSameNodeIDRefused starts a second instance with a node ID a live

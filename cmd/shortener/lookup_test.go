@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"shortener/chaos/chaostest"
+	"shortener/internal/chaos/chaostest"
 	"shortener/internal/poll"
-	"shortener/stack"
-	"shortener/stack/stacktest"
+	"shortener/internal/stack"
+	"shortener/internal/stack/stacktest"
 )
 
 // status GETs code from a and returns the answer's status code.

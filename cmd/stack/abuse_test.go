@@ -15,7 +15,7 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 
 	"shortener/internal/poll"
-	"shortener/stack"
+	"shortener/internal/stack"
 )
 
 // The abuse suite: what one hostile client does to the public surfaces

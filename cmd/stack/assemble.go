@@ -8,8 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"shortener/internal/stack"
 	"shortener/nginx"
-	"shortener/stack"
 )
 
 // apiKeyFile is the local API key's file name in the state directory;

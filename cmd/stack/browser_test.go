@@ -21,8 +21,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"shortener/internal/poll"
-	"shortener/stack"
-	"shortener/stack/stacktest"
+	"shortener/internal/stack"
+	"shortener/internal/stack/stacktest"
 )
 
 // The browser test drives Debian's headless Chromium through the web pages

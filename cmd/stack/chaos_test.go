@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"shortener/chaos"
-	"shortener/chaos/chaostest"
 	"shortener/idgen"
-	"shortener/stack"
+	"shortener/internal/chaos"
+	"shortener/internal/chaos/chaostest"
+	"shortener/internal/stack"
 )
 
 // TestChaosCheck is the short chaos check that make test runs: three

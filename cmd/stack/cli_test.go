@@ -15,9 +15,9 @@ import (
 	"strings"
 	"testing"
 
-	"shortener/chaos"
-	"shortener/stack"
-	"shortener/stack/stacktest"
+	"shortener/internal/chaos"
+	"shortener/internal/stack"
+	"shortener/internal/stack/stacktest"
 )
 
 // runCLI runs the command line args and returns what it printed.

@@ -13,7 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"shortener/stack"
+	"shortener/internal/stack"
 )
 
 // masterTimeout bounds "who is the master" in status and master: the

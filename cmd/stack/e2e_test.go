@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"shortener/stack"
-	"shortener/stack/stacktest"
+	"shortener/internal/stack"
+	"shortener/internal/stack/stacktest"
 )
 
 // The end-to-end tests run the whole topology of docs/design.md — MariaDB,

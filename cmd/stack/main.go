@@ -23,7 +23,7 @@ import (
 	"strings"
 	"syscall"
 
-	"shortener/stack"
+	"shortener/internal/stack"
 )
 
 func main() {

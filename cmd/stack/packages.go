@@ -8,7 +8,7 @@ import (
 	"os/exec"
 	"strings"
 
-	"shortener/stack"
+	"shortener/internal/stack"
 )
 
 // system is what ensurePrograms needs from the machine, so that a test can

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"shortener/stack"
-	"shortener/stack/stacktest"
+	"shortener/internal/stack"
+	"shortener/internal/stack/stacktest"
 )
 
 // TestAppOnAFullVolume drives the stack's controls for the disk-full

@@ -3,7 +3,8 @@
 // the local stack (packages nginx and stack), so that what the chaos runs
 // prove is what ships. Its test keeps the files in deploy/ up to date; it
 // is a package apart so that regenerating them does not build Helm's and
-// Kubernetes' libraries.
+// Kubernetes' libraries. (deploy's module path, shortener/deploy, lies
+// under shortener/, so Go lets it import shortener/internal/stack.)
 package render
 
 import (
@@ -11,8 +12,8 @@ import (
 	"fmt"
 	"strings"
 
+	"shortener/internal/stack"
 	"shortener/nginx"
-	"shortener/stack"
 )
 
 // Placeholders in the rendered files, filled in where the value is known:

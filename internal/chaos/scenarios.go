@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"shortener/stack"
+	"shortener/internal/stack"
 )
 
 // freezeFor is how long freeze-app keeps the app stopped: a long GC pause,

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"shortener/stack"
+	"shortener/internal/stack"
 )
 
 // startTimeout bounds a stack's start-up; it normally takes a few seconds,

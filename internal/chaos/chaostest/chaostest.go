@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"shortener/chaos"
-	"shortener/stack"
-	"shortener/stack/stacktest"
+	"shortener/internal/chaos"
+	"shortener/internal/stack"
+	"shortener/internal/stack/stacktest"
 )
 
 // Config is the short run tests use: 200 requests/s (CPU for the stack and

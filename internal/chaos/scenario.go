@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"shortener/stack"
+	"shortener/internal/stack"
 )
 
 // Scenario is one fault of docs/design.md's failure table (or none, for the

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"shortener/stack"
-	"shortener/stack/stacktest"
+	"shortener/internal/stack"
+	"shortener/internal/stack/stacktest"
 )
 
 // starterEnv tells a re-executed test binary to act as "stack up": start a

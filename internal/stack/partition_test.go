@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"shortener/stack"
-	"shortener/stack/stacktest"
+	"shortener/internal/stack"
+	"shortener/internal/stack/stacktest"
 )
 
 // blackHoleWait is how long a check waits for a partitioned server: long

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"shortener/internal/poll"
-	"shortener/stack"
-	"shortener/stack/stacktest"
+	"shortener/internal/stack"
+	"shortener/internal/stack/stacktest"
 )
 
 // testTimeout bounds each integration test's waits; a failover takes a few

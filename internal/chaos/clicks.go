@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"time"
 
-	"shortener/stack"
+	"shortener/internal/stack"
 )
 
 // Clicks is the account of clicks: per code, the redirects the load

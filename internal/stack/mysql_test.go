@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"shortener/stack/stacktest"
+	"shortener/internal/stack/stacktest"
 )
 
 func TestMySQLUsersAndRestart(t *testing.T) {

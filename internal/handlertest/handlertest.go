@@ -1,7 +1,6 @@
-// Package handlertest holds what the redirect path's benchmarks share, in
-// handler and in cmd/shortener: an origin with one link, the real cache
-// answering it from L1, and the paired timing of two handlers that their
-// ratios are read from.
+// Package handlertest holds what handler's redirect-path benchmarks
+// share: an origin with one link, the real cache answering it from L1,
+// and the paired timing of two handlers that their ratios are read from.
 package handlertest
 
 import (

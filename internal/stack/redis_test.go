@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"shortener/internal/poll"
-	"shortener/stack"
-	"shortener/stack/stacktest"
+	"shortener/internal/stack"
+	"shortener/internal/stack/stacktest"
 )
 
 // TestConfigSetRefusesWrites: a maxmemory below the memory in use, under

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"shortener/stack"
+	"shortener/internal/stack"
 )
 
 // heal undoes whatever a scenario may have left broken, so that the next

@@ -19,7 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/time/rate"
 
-	"shortener/stack"
+	"shortener/internal/stack"
 )
 
 // Config is a chaos run's settings; cmd/chaos fills it from flags.
