@@ -30,6 +30,7 @@ import (
 	"shortener/lease"
 	"shortener/store"
 	"shortener/trending"
+	"shortener/visits"
 )
 
 func main() {
@@ -93,6 +94,12 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 		return err
 	}
 	defer stopCache()
+	// Links with a maximum of visits count them in Redis (package visits).
+	vis, err := visits.New(cfg.Redis, st, log, reg)
+	if err != nil {
+		return err
+	}
+	defer vis.Close()
 	trend, stopTrending, err := startTrending(ctx, cfg, c, log, reg)
 	if err != nil {
 		return err
@@ -106,7 +113,7 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 		return err
 	}
 	defer clk.close()
-	h, err := newHandler(ctx, cfg, st, c, trend, clk, node.ids, reg, log)
+	h, err := newHandler(ctx, cfg, st, c, vis, trend, clk, node.ids, reg, log)
 	if err != nil {
 		return err
 	}
@@ -246,7 +253,7 @@ func startTrending(ctx context.Context, cfg Config, c *cache.Cache, log *slog.Lo
 // newHandler is the HTTP API and pages over the other parts. API keys
 // are checked against the last list read, never waiting on MySQL; the
 // first list is read here so the first requests find one.
-func newHandler(ctx context.Context, cfg Config, st *store.Store, c *cache.Cache, trend *trending.Ranking, clk *clickCounting,
+func newHandler(ctx context.Context, cfg Config, st *store.Store, c *cache.Cache, vis *visits.Limiter, trend *trending.Ranking, clk *clickCounting,
 	ids *idgen.Generator, reg *prometheus.Registry, log *slog.Logger) (http.Handler, error) {
 	keyring := handler.NewKeyring(st, []string{cfg.Handler.APIKey}, []string{cfg.Handler.AdminKey}, 5*time.Second, time.Now, log)
 	if err := keyring.Load(ctx); err != nil {
@@ -269,6 +276,7 @@ func newHandler(ctx context.Context, cfg Config, st *store.Store, c *cache.Cache
 		Ready:       st,
 		Metrics:     promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}),
 		Trending:    trend,
+		Visits:      vis,
 		Clicks:      clk.recorder(),
 		Stats:       st,
 		Log:         log,
