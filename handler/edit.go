@@ -55,14 +55,27 @@ func (h *Handler) edit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	l, err = h.d.Editor.Update(c.Request().Context(), l.Code, p, h.d.Now())
-	if err != nil {
+	if l, err = h.update(c.Request().Context(), l.Code, p); err != nil {
 		return err
 	}
-	if h.d.Invalidator != nil {
-		h.d.Invalidator.Invalidate(c.Request().Context(), l.Code)
-	}
 	return c.JSON(http.StatusOK, h.response(l))
+}
+
+// update commits the edit p of the link with code, then tells every
+// cache to forget the link: the one way a link is edited, by the API and
+// the My links page alike.
+func (h *Handler) update(ctx context.Context, code string, p shortener.LinkPatch) (shortener.Link, error) {
+	if h.d.Editor == nil {
+		return shortener.Link{}, &Error{Code: CodeNotFound, Message: "editing is not available"}
+	}
+	l, err := h.d.Editor.Update(ctx, code, p, h.d.Now())
+	if err != nil {
+		return shortener.Link{}, err
+	}
+	if h.d.Invalidator != nil {
+		h.d.Invalidator.Invalidate(ctx, l.Code)
+	}
+	return l, nil
 }
 
 // patch reads and validates the request's edit: each field by the rules
@@ -85,14 +98,31 @@ func (h *Handler) patch(c echo.Context) (shortener.LinkPatch, error) {
 	if err := h.decodeJSON(c, &req); err != nil {
 		return p, err
 	}
-	var sent map[string]json.RawMessage
-	if err := json.Unmarshal(body, &sent); err != nil { // decodeJSON took it: cannot fail
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil { // decodeJSON took it: cannot fail
 		return p, badJSON("request body is not a JSON object")
 	}
+	sent := make(patchFields, len(raw))
+	for name, v := range raw {
+		sent[name] = bytes.Equal(bytes.TrimSpace(v), []byte("null"))
+	}
+	return h.linkPatch(req, sent)
+}
+
+// patchFields are the fields an edit sends, each true when sent as null.
+type patchFields map[string]bool
+
+// linkPatch validates the edit req whose fields sent lists: the API's
+// PATCH and the My links page's forms both turn their edits into a
+// patch here, so both accept and refuse the same edits with the same
+// errors, each naming its field.
+func (h *Handler) linkPatch(req patchRequest, sent patchFields) (shortener.LinkPatch, error) {
+	var p shortener.LinkPatch
+	var err error
 	if len(sent) == 0 {
 		return p, &Error{Code: CodeInvalidRequest, Message: "the edit changes nothing: send at least one of url, redirect, expires_at, disabled, tags, max_visits, password"}
 	}
-	null := func(name string) bool { return bytes.Equal(bytes.TrimSpace(sent[name]), []byte("null")) }
+	null := func(name string) bool { return sent[name] }
 	required := func(name string) error {
 		return fieldErrorf(CodeInvalidRequest, name, "%s cannot be null", name)
 	}

@@ -239,13 +239,23 @@ func (h *Handler) remove(c echo.Context) error {
 	if !l.DeletedAt.IsZero() {
 		return errGone
 	}
-	if err := h.d.Links.Delete(c.Request().Context(), l.Code, h.d.Now()); err != nil {
+	if err := h.delete(c.Request().Context(), l.Code); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// delete commits the delete of the link with code, then tells every cache
+// to forget it: the one way a link is deleted, by the API and the My
+// links page alike.
+func (h *Handler) delete(ctx context.Context, code string) error {
+	if err := h.d.Links.Delete(ctx, code, h.d.Now()); err != nil {
 		return err
 	}
 	if h.d.Invalidator != nil {
-		h.d.Invalidator.Invalidate(c.Request().Context(), l.Code)
+		h.d.Invalidator.Invalidate(ctx, code)
 	}
-	return c.NoContent(http.StatusNoContent)
+	return nil
 }
 
 // codeAttempts bounds how many fresh codes a create tries when the one it

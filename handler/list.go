@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"net/http"
+	"net/url"
 	"shortener"
 	"strconv"
 	"time"
@@ -38,6 +39,82 @@ type listResponse struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
+// linkSearch is one page of a key's links asked for: the filters of
+// GET /api/v1/links, read by parseSearch for the API and the My links
+// page alike.
+type linkSearch struct {
+	limit   int
+	cursor  int64 // an ID; 0: from the first
+	q, tag  string
+	created [2]time.Time // after, before; zero: unbounded
+	oldest  bool
+}
+
+// parseSearch reads a search from query parameters by the API's rules,
+// with limit def when none is given; a refusal names the parameter at
+// fault (Error.Field), but for limit and cursor.
+func (h *Handler) parseSearch(params url.Values, def int) (linkSearch, error) {
+	s := linkSearch{limit: def}
+	if v := params.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxPage {
+			return s, &Error{Code: CodeInvalidRequest, Message: "limit must be a whole number from 1 to " + strconv.Itoa(maxPage)}
+		}
+		s.limit = n
+	}
+	if v := params.Get("cursor"); v != "" {
+		n, ok := h.openCursor(v)
+		if !ok || n <= 0 {
+			return s, &Error{Code: CodeInvalidRequest, Message: "cursor is not one this API returned"}
+		}
+		s.cursor = n
+	}
+	s.q = params.Get("q")
+	if len(s.q) > maxQuery {
+		return s, fieldErrorf(CodeInvalidRequest, "q", "q is %d bytes; the limit is %d", len(s.q), maxQuery)
+	}
+	if s.tag = params.Get("tag"); s.tag != "" {
+		var ok bool
+		if s.tag, ok = normalizeTag(s.tag); !ok {
+			return s, fieldErrorf(CodeInvalidRequest, "tag", "tag must be 1 to %d of a-z, 0-9, '-' and '_'", maxTagLen)
+		}
+	}
+	for i, name := range []string{"created_after", "created_before"} {
+		if v := params.Get(name); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				return s, fieldErrorf(CodeInvalidRequest, name, "%s must be an RFC 3339 time, e.g. 2027-01-31T23:59:59Z", name)
+			}
+			s.created[i] = t
+		}
+	}
+	switch params.Get("order") {
+	case "", "newest":
+	case "oldest":
+		s.oldest = true
+	default:
+		return s, fieldErrorf(CodeInvalidRequest, "order", "order must be newest or oldest")
+	}
+	return s, nil
+}
+
+// search returns the page s asks for of owner's links, and the cursor of
+// the next page ("" on the last).
+func (h *Handler) search(ctx context.Context, owner string, s linkSearch) ([]shortener.Link, string, error) {
+	if h.d.Lister == nil {
+		return nil, "", &Error{Code: CodeNotFound, Message: "listing is not available"}
+	}
+	// One more than asked tells whether another page follows.
+	links, err := h.d.Lister.SearchLinks(ctx, owner, s.q, s.tag, s.created[0], s.created[1], s.cursor, s.oldest, s.limit+1)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(links) <= s.limit {
+		return links, "", nil
+	}
+	return links[:s.limit], h.sealCursor(links[s.limit-1].ID), nil
+}
+
 // list answers GET /api/v1/links: the calling key's own links (an admin
 // key's too: its own, never everyone's), newest first or with
 // order=oldest the other way, one page at a time, filtered by
@@ -47,65 +124,16 @@ type listResponse struct {
 // Snowflake ID (its time, its node, and with its code a known pair for
 // the code permutation) is handed out.
 func (h *Handler) list(c echo.Context) error {
-	limit := defaultPage
-	if v := c.QueryParam("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxPage {
-			return &Error{Code: CodeInvalidRequest, Message: "limit must be a whole number from 1 to " + strconv.Itoa(maxPage)}
-		}
-		limit = n
-	}
-	var cursor int64
-	if v := c.QueryParam("cursor"); v != "" {
-		n, ok := h.openCursor(v)
-		if !ok || n <= 0 {
-			return &Error{Code: CodeInvalidRequest, Message: "cursor is not one this API returned"}
-		}
-		cursor = n
-	}
-	q := c.QueryParam("q")
-	if len(q) > maxQuery {
-		return fieldErrorf(CodeInvalidRequest, "q", "q is %d bytes; the limit is %d", len(q), maxQuery)
-	}
-	tag := c.QueryParam("tag")
-	if tag != "" {
-		var ok bool
-		if tag, ok = normalizeTag(tag); !ok {
-			return fieldErrorf(CodeInvalidRequest, "tag", "tag must be 1 to %d of a-z, 0-9, '-' and '_'", maxTagLen)
-		}
-	}
-	var created [2]time.Time
-	for i, name := range []string{"created_after", "created_before"} {
-		if v := c.QueryParam(name); v != "" {
-			t, err := time.Parse(time.RFC3339, v)
-			if err != nil {
-				return fieldErrorf(CodeInvalidRequest, name, "%s must be an RFC 3339 time, e.g. 2027-01-31T23:59:59Z", name)
-			}
-			created[i] = t
-		}
-	}
-	var oldest bool
-	switch c.QueryParam("order") {
-	case "", "newest":
-	case "oldest":
-		oldest = true
-	default:
-		return fieldErrorf(CodeInvalidRequest, "order", "order must be newest or oldest")
-	}
-	if h.d.Lister == nil {
-		return &Error{Code: CodeNotFound, Message: "listing is not available"}
-	}
-	// One more than asked tells whether another page follows.
-	links, err := h.d.Lister.SearchLinks(c.Request().Context(), callerOf(c).Owner, q, tag, created[0], created[1], cursor, oldest, limit+1)
+	s, err := h.parseSearch(c.QueryParams(), defaultPage)
 	if err != nil {
 		return err
 	}
-	out := listResponse{Links: make([]linkResponse, 0, min(len(links), limit))}
-	for i, l := range links {
-		if i == limit {
-			out.NextCursor = h.sealCursor(links[i-1].ID)
-			break
-		}
+	links, next, err := h.search(c.Request().Context(), callerOf(c).Owner, s)
+	if err != nil {
+		return err
+	}
+	out := listResponse{Links: make([]linkResponse, 0, len(links)), NextCursor: next}
+	for _, l := range links {
 		out.Links = append(out.Links, h.response(l))
 	}
 	return c.JSON(http.StatusOK, out)

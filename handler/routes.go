@@ -77,7 +77,10 @@ func (h *Handler) routes() []route {
 		{get, "/trending", opPage, kindPage, h.trendingPage, nil, noPages},
 		{get, "/stats/:code", opPage, kindPage, h.statsPage, nil, noPages},
 		{post, "/settings/key", opPage, kindPage, h.saveKey, nil, noPages},
-		{post, "/:code", opRedirect, kindPage, h.unlock, nil, noPages}, // a password-protected link's form
+		{get, "/links", opPage, kindPage, h.links, nil, noPages},              // My links (weblinks.go)
+		{get, "/links/export", opPage, kindPage, h.linksExport, nil, noPages}, // its download
+		{post, "/links/:code", opPage, kindPage, h.manage, nil, noPages},      // its forms
+		{post, "/:code", opRedirect, kindPage, h.unlock, nil, noPages},        // a password-protected link's form
 
 		{get, "/:code", opRedirect, kindAPI, h.redirect, nil, false},
 		{head, "/:code", opRedirect, kindAPI, h.redirect, nil, false},

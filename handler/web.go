@@ -55,7 +55,7 @@ type asset struct {
 
 // pageNames are the templates under web/templates that render a whole
 // page with base.html around them.
-var pageNames = []string{"home", "preview", "stats", "trending", "error", "password"}
+var pageNames = []string{"home", "preview", "stats", "trending", "error", "password", "links"}
 
 // newSite parses the templates and indexes the assets; a failure is a bug
 // in the embedded files, caught by any test that builds a Handler.

@@ -30,7 +30,12 @@ type homePage struct {
 // shortenForm is the form's fields as typed.
 type shortenForm struct {
 	URL, Alias, Expires, Redirect string
-	Idem                          string // the form's Idempotency-Key: a resubmit replays, never duplicates
+	Tags, MaxVisits               string
+	// Password is never written back into the page; HadPassword says one
+	// was typed, so a form sent back with errors asks for it again.
+	Password    string
+	HadPassword bool
+	Idem        string // the form's Idempotency-Key: a resubmit replays, never duplicates
 }
 
 // redirectChoice is one option of the redirect select.
@@ -54,11 +59,18 @@ type linkView struct {
 	Redirect  int
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// What its owner set besides (the owner's pages show them; the
+	// preview never renders a locked or disabled link at all).
+	Tags      []string
+	Disabled  bool
+	Protected bool // it has a password
+	MaxVisits int64
 }
 
 func (h *Handler) view(l shortener.Link) linkView {
 	v := linkView{Code: l.Code, ShortURL: h.response(l).ShortURL, URL: l.URL, Redirect: l.Redirect,
-		CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt}
+		CreatedAt: l.CreatedAt, ExpiresAt: l.ExpiresAt,
+		Tags: l.Tags, Disabled: l.Disabled, Protected: l.PasswordHash != "", MaxVisits: l.MaxVisits}
 	v.Host = hostOf(l.URL)
 	return v
 }
@@ -103,13 +115,18 @@ func (h *Handler) shorten(c echo.Context) error {
 	}
 	p := h.newHomePage(c)
 	f := shortenForm{
-		URL:      strings.TrimSpace(r.PostForm.Get("url")),
-		Alias:    strings.TrimSpace(r.PostForm.Get("alias")),
-		Expires:  strings.TrimSpace(r.PostForm.Get("expires")),
-		Redirect: r.PostForm.Get("redirect"),
-		Idem:     r.PostForm.Get("idem"),
+		URL:       strings.TrimSpace(r.PostForm.Get("url")),
+		Alias:     strings.TrimSpace(r.PostForm.Get("alias")),
+		Expires:   strings.TrimSpace(r.PostForm.Get("expires")),
+		Redirect:  r.PostForm.Get("redirect"),
+		Tags:      strings.TrimSpace(r.PostForm.Get("tags")),
+		MaxVisits: strings.TrimSpace(r.PostForm.Get("max_visits")),
+		Password:  r.PostForm.Get("password"), // as typed: spaces may be part of it
+		Idem:      r.PostForm.Get("idem"),
 	}
+	f.HadPassword = f.Password != ""
 	p.Form = f
+	p.Form.Password = "" // the page never holds it
 	req, key, scope, owner, status := h.formRequest(c, f, p.Errors)
 	if len(p.Errors) == 0 {
 		l, _, err := h.createLink(r.Context(), req, key, scope, owner)
@@ -140,9 +157,19 @@ func (h *Handler) shorten(c echo.Context) error {
 // status to answer if errs is not empty.
 func (h *Handler) formRequest(c echo.Context, f shortenForm, errs map[string]string) (createRequest, string, string, string, int) {
 	status := http.StatusBadRequest
-	req := createRequest{URL: f.URL, Alias: f.Alias}
+	// Tags, the visit limit and the password are checked by createLink,
+	// as the API's are; only what JSON would have refused before it (a
+	// limit that is not a whole number) is the form's to say.
+	req := createRequest{URL: f.URL, Alias: f.Alias, Tags: splitTags(f.Tags), Password: f.Password}
 	if f.URL == "" {
 		errs["url"] = "enter the URL to shorten"
+	}
+	if f.MaxVisits != "" {
+		n, err := strconv.ParseInt(f.MaxVisits, 10, 64)
+		if err != nil {
+			errs["max_visits"] = "enter a whole number of visits, e.g. 100, or leave it empty for no limit"
+		}
+		req.MaxVisits = n
 	}
 	if f.Redirect != "" {
 		n, err := strconv.Atoi(f.Redirect)
@@ -199,7 +226,8 @@ func parseFormTime(s string) (time.Time, error) {
 
 // formFields are the form's names of the request fields an API error
 // can be about (Error.Field).
-var formFields = map[string]string{"url": "url", "alias": "alias", "expires_at": "expires", "redirect": "redirect"}
+var formFields = map[string]string{"url": "url", "alias": "alias", "expires_at": "expires", "redirect": "redirect",
+	"tags": "tags", "max_visits": "max_visits", "password": "password"}
 
 // formField names the form field an API error is about; false when the
 // error is not the user's to fix in the form.

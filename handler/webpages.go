@@ -86,6 +86,21 @@ func (h *Handler) cookieCaller(c echo.Context) (shortener.Caller, error) {
 	return h.d.Keys.IdentifyHash(c.Request().Context(), hash)
 }
 
+// pageCaller is who the API key kept in this browser belongs to, for a
+// page only a key's owner may see. needKey says the page must ask for
+// the key instead, with keyError saying why when it was refused (a key
+// revoked since it was kept); err is a key that could not be checked.
+func (h *Handler) pageCaller(c echo.Context) (caller shortener.Caller, needKey bool, keyError string, err error) {
+	caller, err = h.cookieCaller(c)
+	switch {
+	case errors.Is(err, ErrUnknownKey):
+		return caller, true, "the key kept in this browser is not valid any more; enter another", nil
+	case err != nil:
+		return caller, false, "", err
+	}
+	return caller, !caller.Keyed(), "", nil
+}
+
 // hostOf returns the host of an absolute URL, "" if it has none.
 func hostOf(raw string) string {
 	u, err := url.Parse(raw)
@@ -119,15 +134,10 @@ func (h *Handler) preview(c echo.Context, code string) error {
 			return &Error{Code: CodeRateLimited, Message: "too many previews from this address; retry after " + retry + " s"}
 		}
 	}
-	l, err := h.d.Resolver.Resolve(c.Request().Context(), code)
-	if err != nil {
-		return err
-	}
+	l, _, err := h.live(c.Request().Context(), code)
 	switch {
-	case l.Gone(h.d.Now()):
-		return errGone
-	case l.Disabled:
-		return errDisabled
+	case err != nil:
+		return err
 	case l.PasswordHash != "":
 		return h.locked(c, l, "") // the preview of a locked link is its form: no destination
 	}
@@ -189,15 +199,12 @@ func (h *Handler) statsPage(c echo.Context) error {
 		return &Error{Code: CodeInvalidRequest, Message: "interval must be hour or day"}
 	}
 	p.HasKey = h.keyCookie(c) != ""
-	caller, err := h.cookieCaller(c)
+	caller, needKey, keyError, err := h.pageCaller(c)
 	switch {
-	case errors.Is(err, ErrUnknownKey):
-		p.NeedKey, p.KeyError = true, "the key kept in this browser is not valid any more; enter another"
-		return h.render(c, http.StatusOK, "stats", pagePrivate, p)
 	case err != nil:
 		return err
-	case !caller.Keyed():
-		p.NeedKey = true
+	case needKey:
+		p.NeedKey, p.KeyError = true, keyError
 		return h.render(c, http.StatusOK, "stats", pagePrivate, p)
 	}
 	l, err := h.d.Links.Link(c.Request().Context(), code)
@@ -251,6 +258,9 @@ func (h *Handler) saveKey(c echo.Context) error {
 		if code, ok := strings.CutPrefix(next, "/stats/"); ok && plausibleCode(code) {
 			p := statsPage{Title: "Stats of " + code, Code: code, NeedKey: true, KeyError: msg}
 			return h.render(c, http.StatusUnauthorized, "stats", pagePrivate, p)
+		}
+		if next == "/links" {
+			return h.render(c, http.StatusUnauthorized, "links", pagePrivate, linksPage{Title: myLinksTitle, NeedKey: true, KeyError: msg})
 		}
 		p := h.newHomePage(c)
 		p.KeyError = msg

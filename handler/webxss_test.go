@@ -35,17 +35,34 @@ func TestPagesEscapeMarkup(t *testing.T) {
 		t.Fatalf("create: %d, refused alias: %d", created.Code, refused.Code)
 	}
 	key := &http.Cookie{Name: keyCookieName, Value: h.sealKey(HashKey("adm1n"), now.Add(time.Hour))} // an admin key manages anonymous links
+	// My links lists a key's own links: one made with the key kept, and
+	// an edit refused with markup typed as its destination.
+	h.d.Lister, h.d.Editor = f, f
+	mine := &http.Cookie{Name: keyCookieName, Value: h.sealKey(HashKey("k3y"), now.Add(time.Hour))}
+	if rec := browse(h, http.MethodPost, "/", url.Values{"url": {xssURL}, "alias": {"xss-mine"}}, "Cookie", mine.String()); rec.Code != http.StatusCreated {
+		t.Fatalf("create with the key kept: %d", rec.Code)
+	}
 	pages := map[string]string{
 		"POST / (created)":       created.Body.String(),
 		"POST / (alias refused)": refused.Body.String(),
 		"GET /xss-link+":         browse(h, http.MethodGet, "/xss-link+", nil).Body.String(),
 		"GET /stats/xss-link":    browse(h, http.MethodGet, "/stats/xss-link", nil, "Cookie", key.String()).Body.String(),
 		"GET /trending":          browse(h, http.MethodGet, "/trending", nil).Body.String(),
+		"GET /links":             browse(h, http.MethodGet, "/links?q="+url.QueryEscape(xssAlias), nil, "Cookie", mine.String()).Body.String(),
+		"GET /links (all)":       browse(h, http.MethodGet, "/links", nil, "Cookie", mine.String()).Body.String(),
+		"POST /links/xss-mine (refused)": browse(h, http.MethodPost, "/links/xss-mine",
+			url.Values{"action": {"edit"}, "url": {"javascript:" + xssAlias}}, "Cookie", mine.String()).Body.String(),
 	}
 	for name, body := range pages {
 		checkNoInjection(t, name, body)
 	}
-	for _, name := range []string{"POST / (created)", "GET /xss-link+", "GET /stats/xss-link", "GET /trending"} {
+	if !strings.Contains(textAndValues(parseHTML(t, pages["GET /links"])), xssAlias) {
+		t.Error("My links does not give the typed search back as text")
+	}
+	if !strings.Contains(textAndValues(parseHTML(t, pages["POST /links/xss-mine (refused)"])), "javascript:"+xssAlias) {
+		t.Error("My links does not give the refused destination back as text")
+	}
+	for _, name := range []string{"POST / (created)", "GET /xss-link+", "GET /stats/xss-link", "GET /trending", "GET /links (all)"} {
 		if name == "GET /trending" { // shows the host and code, not the whole URL
 			if !strings.Contains(textAndValues(parseHTML(t, pages[name])), `t"><b onclick=alert(6)>`) {
 				t.Errorf("%s does not show the code as text", name)
