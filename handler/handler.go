@@ -367,20 +367,32 @@ func (h *Handler) redirect(c echo.Context) error {
 		setOp(c, defaultOp(c.Request()))
 		return shortener.ErrNotFound
 	}
-	l, err := h.d.Resolver.Resolve(c.Request().Context(), code)
-	if err != nil {
-		return err
-	}
-	now := h.d.Now()
+	l, now, err := h.live(c.Request().Context(), code)
 	switch {
-	case l.Gone(now):
-		return errGone
-	case l.Disabled:
-		return errDisabled
+	case err != nil:
+		return err
 	case l.PasswordHash != "":
 		return h.locked(c, l, "")
 	}
 	return h.follow(c, l, now)
+}
+
+// live resolves code to a link that may be followed now: errGone for an
+// expired or deleted link, errDisabled for one its owner turned off. The
+// redirect, the preview and the password form all ask it.
+func (h *Handler) live(ctx context.Context, code string) (shortener.Link, time.Time, error) {
+	l, err := h.d.Resolver.Resolve(ctx, code)
+	if err != nil {
+		return shortener.Link{}, time.Time{}, err
+	}
+	now := h.d.Now()
+	switch {
+	case l.Gone(now):
+		return shortener.Link{}, now, errGone
+	case l.Disabled:
+		return shortener.Link{}, now, errDisabled
+	}
+	return l, now, nil
 }
 
 // follow answers l's redirect and counts the click (redirect, and unlock

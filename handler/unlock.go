@@ -62,16 +62,10 @@ func (h *Handler) unlock(c echo.Context) error {
 		}
 		return &Error{Code: CodeInvalidRequest, Message: "the form could not be read"}
 	}
-	l, err := h.d.Resolver.Resolve(r.Context(), code)
-	if err != nil {
-		return err
-	}
-	now := h.d.Now()
+	l, now, err := h.live(r.Context(), code)
 	switch {
-	case l.Gone(now):
-		return errGone
-	case l.Disabled:
-		return errDisabled
+	case err != nil:
+		return err
 	case l.PasswordHash == "":
 		// Nothing to unlock: the browser asks again with a GET.
 		return c.Redirect(http.StatusSeeOther, "/"+code)
