@@ -76,31 +76,18 @@ func (Deletes) Open(ctx context.Context, env *Env) (Settle, error) {
 		}
 		codes[i] = res.Code
 	}
-	vias := map[string]string{"nginx": env.Target.BaseURL} // instance name -> base URL
-	for _, a := range env.Target.Apps {
-		vias[a.Name] = a.URL
-	}
 	look := func(ctx context.Context, codes []string, at func() time.Duration, final bool) []probe {
 		var mu sync.Mutex
 		var out []probe
-		var g errgroup.Group
-		g.SetLimit(8)
-		for _, code := range codes {
-			for via, base := range vias {
-				g.Go(func() error {
-					p := probe{code: code, via: via, at: at(), final: final}
-					a, err := send(ctx, env.Client, http.MethodGet, base+"/"+code, "", nil, env.Config.Timeout)
-					if err == nil {
-						p.status = a.status
-					}
-					mu.Lock()
-					defer mu.Unlock()
-					out = append(out, p)
-					return nil
-				})
+		lookEverywhere(ctx, env, codes, at, func(code, via string, sent time.Duration, a answer, err error) {
+			p := probe{code: code, via: via, at: sent, final: final}
+			if err == nil {
+				p.status = a.status
 			}
-		}
-		g.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			out = append(out, p)
+		})
 		return out
 	}
 
@@ -227,6 +214,31 @@ func checkDeletes(made int, dels []deletion, probes []probe, fault Window) Entry
 			Got: fmt.Sprintf("%d of %d sent", acked, len(dels)), OK: acked == made},
 	}
 	return e
+}
+
+// lookEverywhere GETs each code through the target and from each app
+// directly, eight at a time, and hands every answer (or error) to seen,
+// with when it was sent (at): deletes and edits must hold on every
+// instance, not only on the one nginx picks. seen is called from many
+// goroutines.
+func lookEverywhere(ctx context.Context, env *Env, codes []string, at func() time.Duration, seen func(code, via string, sent time.Duration, a answer, err error)) {
+	vias := map[string]string{"nginx": env.Target.BaseURL} // instance name -> base URL
+	for _, a := range env.Target.Apps {
+		vias[a.Name] = a.URL
+	}
+	var g errgroup.Group
+	g.SetLimit(8)
+	for _, code := range codes {
+		for via, base := range vias {
+			g.Go(func() error {
+				sent := at()
+				a, err := send(ctx, env.Client, http.MethodGet, base+"/"+code, "", nil, env.Config.Timeout)
+				seen(code, via, sent, a, err)
+				return nil
+			})
+		}
+	}
+	g.Wait() //nolint:errcheck // the goroutines return nil
 }
 
 // statusOrNone formats an HTTP status, 0 as no answer.

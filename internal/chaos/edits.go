@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 )
 
 // Edits is the account of edits: once an edit of a link's destination is
@@ -88,39 +86,26 @@ func (Edits) Open(ctx context.Context, env *Env) (Settle, error) {
 			versions[res.Code][editURL(env.Prefix, i, v)] = v
 		}
 	}
-	vias := map[string]string{"nginx": env.Target.BaseURL}
-	for _, a := range env.Target.Apps {
-		vias[a.Name] = a.URL
-	}
 	start := time.Now()
 	at := func() time.Duration { return time.Since(start) }
 	look := func(ctx context.Context, codes []string, final bool) []sighting {
 		var mu sync.Mutex
 		var out []sighting
-		var g errgroup.Group
-		g.SetLimit(8)
-		for _, code := range codes {
-			for via, base := range vias {
-				g.Go(func() error {
-					s := sighting{code: code, via: via, at: at(), version: -2, final: final}
-					a, err := send(ctx, env.Client, http.MethodGet, base+"/"+code, "", nil, env.Config.Timeout)
-					if err == nil {
-						s.status = a.status
-						if a.status >= 300 && a.status < 400 {
-							s.version = -1
-							if v, ok := versions[code][a.location]; ok {
-								s.version = v
-							}
-						}
+		lookEverywhere(ctx, env, codes, at, func(code, via string, sent time.Duration, a answer, err error) {
+			s := sighting{code: code, via: via, at: sent, version: -2, final: final}
+			if err == nil {
+				s.status = a.status
+				if a.status >= 300 && a.status < 400 {
+					s.version = -1
+					if v, ok := versions[code][a.location]; ok {
+						s.version = v
 					}
-					mu.Lock()
-					defer mu.Unlock()
-					out = append(out, s)
-					return nil
-				})
+				}
 			}
-		}
-		g.Wait()
+			mu.Lock()
+			defer mu.Unlock()
+			out = append(out, s)
+		})
 		return out
 	}
 
