@@ -44,7 +44,7 @@ $(REDOCLY): tools/openapi/package.json tools/openapi/package-lock.json
 	touch $@
 
 ## apiclient-check: the Go client in tools/apiclient is what oapi-codegen
-## makes of handler/openapi.json now (cmd/stack's TestGeneratedClient
+## makes of handler/openapi.json now (e2e's TestGeneratedClient
 ## drives a running stack with it).
 apiclient-check:
 	$(GO) generate ./tools/apiclient
@@ -94,7 +94,7 @@ chaos: bin/chaos
 ## (kill-master, kill-app and term-app, about 20 s each at 200 requests/s)
 ## on a stack of its own, on free ports.
 chaos-check:
-	$(TESTENV) $(GO) test -race -count=1 -run TestChaosCheck -v ./cmd/stack
+	$(TESTENV) $(GO) test -race -count=1 -run TestChaosCheck -v ./e2e
 
 ## screenshots: run the browser test (headless Chromium through a whole
 ## stack on free ports) and keep its screenshots of every page, at desktop

@@ -98,7 +98,7 @@ func startMinimal(ctx context.Context, dir string) (_ *minimal, err error) {
 		m.servers = append(m.servers, cmd)
 		m.addrs = append(m.addrs, ln.Addr().String())
 	}
-	// The create limit as cmd/stack renders the stack's: it limits POSTs
+	// The create limit as internal/topology renders the stack's: it limits POSTs
 	// only, and this nginx serves GETs.
 	m.proxy, err = startProxy(ctx, dir, m.addrs, 100, 200, "/ready")
 	return m, err

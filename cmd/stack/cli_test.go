@@ -137,7 +137,7 @@ func TestEnsurePrograms(t *testing.T) {
 func TestUpStatusDown(t *testing.T) {
 	stacktest.RequirePrograms(t)
 	o := options{
-		dir: t.TempDir(), bin: shortenerBinary(t), killWithParent: true,
+		dir: t.TempDir(), bin: stacktest.AppBinary(t), killWithParent: true,
 		sys: system{missing: stack.MissingPrograms}, // installed, as RequirePrograms checked
 	}
 	var out, progress bytes.Buffer

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"shortener/internal/stack"
+	"shortener/internal/topology"
 )
 
 // masterTimeout bounds "who is the master" in status and master: the
@@ -38,13 +39,13 @@ func up(ctx context.Context, o options, stdout, stderr io.Writer) error {
 			return a
 		},
 	}))
-	cfg := stackConfig(o.dir, o.bin, o.local, o.killWithParent, log)
+	cfg := topology.Config(o.dir, o.bin, o.local, o.killWithParent, log)
 	if s, err := stack.Attach(o.dir); err == nil && len(running(s)) > 0 {
 		return resume(ctx, s, cfg, stdout)
 	}
 	fmt.Fprintf(stdout, "starting the stack in %s\n", o.dir)
 	begin := time.Now()
-	s, err := startStack(ctx, cfg)
+	s, err := topology.Start(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -122,7 +123,7 @@ func summary(w io.Writer, s *stack.Stack) {
 	fmt.Fprintf(tw, "  base URL\t%s\n", base)
 	fmt.Fprintf(tw, "  try\tcurl -s --json '{\"url\":\"https://example.com/x\"}' %s/api/v1/links\n", base)
 	fmt.Fprintf(tw, "  logs\t%s/ (app1.log, app2.log, nginx-access.log, mysql.log, redis-1.log, sentinel-1.log, ...)\n", logs)
-	fmt.Fprintf(tw, "  API key\t%s (send it as X-Api-Key)\n", filepath.Join(s.Dir(), apiKeyFile))
+	fmt.Fprintf(tw, "  API key\t%s (send it as X-Api-Key)\n", filepath.Join(s.Dir(), topology.APIKeyFile))
 	redisPW := filepath.Join(s.Dir(), stack.RedisPasswordFile)
 	fmt.Fprintf(tw, "  Redis\tpassword in %s: REDISCLI_AUTH=$(cat %s) redis-cli -p %d\n", redisPW, redisPW, s.Redis()[0].Port)
 	fmt.Fprintf(tw, "  Sentinel\tpassword in %s\n", filepath.Join(s.Dir(), stack.SentinelPasswordFile))

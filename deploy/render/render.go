@@ -120,7 +120,7 @@ func nginxConf(apps []string) ([]byte, error) {
 		PIDFile: "/tmp/nginx.pid",
 		LogDir:  "/var/log/nginx",
 		TempDir: "/tmp/nginx",
-		// As the local stack (cmd/stack): per client address, in front
+		// As the local stack (internal/topology): per client address, in front
 		// of the apps' own limit.
 		CreateRate:  100,
 		CreateBurst: 200,

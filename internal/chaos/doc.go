@@ -1,6 +1,6 @@
 // Package chaos is the one engine for every fault-under-load run of the
 // shortener: `make chaos` (cmd/chaos), the short check in `make test`
-// (cmd/stack) and the integration tests that break Redis under an app
+// (e2e) and the integration tests that break Redis under an app
 // (cmd/shortener, through chaostest) all run a Scenario with a
 // Runner. A run is open-model load on a Target (nginx, or one app), a
 // fault injected on the local stack while the load runs, and a Report a

@@ -40,8 +40,8 @@ func Start(tb testing.TB) *stack.Stack {
 // StartWith is Start with the caller's way of starting the stack: start
 // gets a fresh temporary directory and a logger that writes to the test
 // log, and must set stack.Config.KillWithParent, so that a crashed test
-// leaves no server behind. cmd/stack starts its full stack (apps, nginx)
-// through it with the same code as "stack up".
+// leaves no server behind. The end-to-end tests (e2e) start the whole
+// stack through it with the code "stack up" runs (package topology).
 func StartWith(tb testing.TB, start func(ctx context.Context, dir string, log *slog.Logger) (*stack.Stack, error)) *stack.Stack {
 	tb.Helper()
 	RequirePrograms(tb)

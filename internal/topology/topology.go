@@ -1,4 +1,10 @@
-package main
+// Package topology is the whole local stack of docs/design.md, described
+// once: MariaDB, three Redis nodes with three sentinels, and two apps
+// behind nginx rendered from the shared template. `stack up` (cmd/stack)
+// runs it on the documented ports; the end-to-end tests (e2e) and the
+// CLI's own test start it on free ports in a temporary directory; nothing
+// else differs, so what the tests break is what a user runs.
+package topology
 
 import (
 	"bytes"
@@ -12,26 +18,25 @@ import (
 	"shortener/nginx"
 )
 
-// apiKeyFile is the local API key's file name in the state directory;
-// codeKeyFile the code permutation's secret, made once and kept, since
+// APIKeyFile is the local API key's file name in the state directory;
+// CodeKeyFile the code permutation's secret, made once and kept, since
 // changing it would change how codes are made (the app refuses the
 // built-in one).
 const (
-	apiKeyFile  = "api-key"
-	codeKeyFile = "code-key"
+	APIKeyFile  = "api-key"
+	CodeKeyFile = "code-key"
 )
 
-// stackConfig is the whole local stack: "up" runs it in .stack/ on the
-// ports of docs/design.md (local), which every tool and document that talks to
-// the local stack assumes; the end-to-end tests on free ports in a
-// temporary directory; nothing else differs. killWithParent is for tests,
-// whose servers must die with them.
-func stackConfig(dir, bin string, local, killWithParent bool, log *slog.Logger) stack.Config {
+// Config is the whole local stack in dir, its apps running bin: on the
+// ports of docs/design.md if local, which every tool and document that
+// talks to the local stack assumes, else on free ports. killWithParent is
+// for tests, whose servers must die with them.
+func Config(dir, bin string, local, killWithParent bool, log *slog.Logger) stack.Config {
 	cfg := stack.Config{
 		Dir:            dir,
 		AppBinary:      bin,
-		APIKeyFile:     filepath.Join(dir, apiKeyFile),
-		CodeKeyFile:    filepath.Join(dir, codeKeyFile),
+		APIKeyFile:     filepath.Join(dir, APIKeyFile),
+		CodeKeyFile:    filepath.Join(dir, CodeKeyFile),
 		NginxConf:      renderNginx,
 		KillWithParent: killWithParent,
 		Log:            log,
@@ -51,10 +56,10 @@ func stackConfig(dir, bin string, local, killWithParent bool, log *slog.Logger) 
 	return cfg
 }
 
-// startStack writes the API and code keys if there are none yet and
+// Start writes the API and code keys of cfg if there are none yet and
 // starts the stack, which makes its Redis and Sentinel passwords the same
 // way (stack.EnsureSecret).
-func startStack(ctx context.Context, cfg stack.Config) (*stack.Stack, error) {
+func Start(ctx context.Context, cfg stack.Config) (*stack.Stack, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("start stack: %w", err)
 	}

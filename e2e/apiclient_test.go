@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"shortener/internal/topology"
 	"shortener/tools/apiclient"
 )
 
@@ -18,7 +19,7 @@ import (
 // and sees it gone; without the key, showing it is 401.
 func TestGeneratedClient(t *testing.T) {
 	s := startFullStack(t)
-	b, err := os.ReadFile(filepath.Join(s.Dir(), apiKeyFile))
+	b, err := os.ReadFile(filepath.Join(s.Dir(), topology.APIKeyFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"shortener/internal/chaos"
 	"shortener/internal/chaos/chaostest"
 	"shortener/internal/stack"
+	"shortener/internal/topology"
 )
 
 // TestChaosCheck is the short chaos check that make test runs: three
@@ -35,7 +36,7 @@ type codes struct{ s *stack.Stack }
 
 func (c codes) Open(context.Context, *chaos.Env) (chaos.Settle, error) {
 	// The apps run with the stack's code key, made once in its directory.
-	key, err := os.ReadFile(filepath.Join(c.s.Dir(), codeKeyFile))
+	key, err := os.ReadFile(filepath.Join(c.s.Dir(), topology.CodeKeyFile))
 	if err != nil {
 		return nil, err
 	}
