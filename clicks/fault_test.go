@@ -205,8 +205,8 @@ func TestClonedVolumeCountsOnce(t *testing.T) {
 // the real store on MariaDB, whose positions, forgotten segments and
 // counts are what production relies on.
 func TestRestoreAndCloneAgainstMySQL(t *testing.T) {
-	s := stacktest.Start(t)
-	db, err := store.Open(store.Config{DSN: s.MySQLDSN(), MaxOpen: 8, QueryTimeout: 2 * time.Second, DialTimeout: time.Second}, discard())
+	dsn := stacktest.Database(t, stacktest.Shared(t))
+	db, err := store.Open(store.Config{DSN: dsn, MaxOpen: 8, QueryTimeout: 2 * time.Second, DialTimeout: time.Second}, discard())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,9 +182,9 @@ func (o oneLink) Delete(context.Context, string, time.Time) error { return nil }
 // client got is stored once. Without X-Click-Id in nginx.conf (before
 // the deduplication) this stored 2 clicks a redirect.
 func TestNginxRetryCountsOnce(t *testing.T) {
-	s := stacktest.Start(t)
+	dsn := stacktest.Database(t, stacktest.Shared(t))
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db, err := store.Open(store.Config{DSN: s.MySQLDSN(), MaxOpen: 8, QueryTimeout: 2 * time.Second, DialTimeout: time.Second}, log)
+	db, err := store.Open(store.Config{DSN: dsn, MaxOpen: 8, QueryTimeout: 2 * time.Second, DialTimeout: time.Second}, log)
 	if err != nil {
 		t.Fatal(err)
 	}

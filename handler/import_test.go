@@ -280,12 +280,13 @@ func TestImportsAtOnce(t *testing.T) {
 	}
 }
 
-// realStore is a migrated store on a fresh stack's MariaDB: the tests
-// below run the handler against the real queries.
+// realStore is a migrated store on a database of the test's own, on the
+// package's shared MariaDB: the tests below run the handler against the
+// real queries.
 func realStore(tb testing.TB) *store.Store {
 	tb.Helper()
-	s := stacktest.Start(tb)
-	st, err := store.Open(store.Config{DSN: s.MySQLDSN(), MaxOpen: 8, QueryTimeout: 5 * time.Second, DialTimeout: time.Second}, discardLogger())
+	dsn := stacktest.Database(tb, stacktest.Shared(tb))
+	st, err := store.Open(store.Config{DSN: dsn, MaxOpen: 8, QueryTimeout: 5 * time.Second, DialTimeout: time.Second}, discardLogger())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"shortener"
-	"shortener/internal/stack/stacktest"
 )
 
 // BenchmarkShipClicks ships batches of 10,000 clicks on 100 links (the
@@ -19,8 +18,7 @@ import (
 //
 //	SHORTENER_INTEGRATION=1 go test -run '^$' -bench BenchmarkShipClicks -benchtime 20x ./store
 func BenchmarkShipClicks(b *testing.B) {
-	s := stacktest.Start(b)
-	st := openStore(b, s.MySQLDSN())
+	st := openStore(b, database(b))
 	ctx := context.Background()
 	if err := st.Migrate(ctx, 30*time.Second); err != nil {
 		b.Fatal(err)

@@ -7,17 +7,14 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"shortener/internal/stack/stacktest"
 )
 
 // TestImport loads links in more than one statement, then again with one
 // more: the second import adds only the new link, and every link reads
 // back as it was given.
 func TestImport(t *testing.T) {
-	s := stacktest.Start(t)
 	ctx := context.Background()
-	st := openStore(t, s.MySQLDSN())
+	st := openStore(t, database(t))
 	if err := st.Migrate(ctx, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"shortener/internal/stack/stacktest"
 	"shortener/store"
 )
 
@@ -16,9 +15,9 @@ import (
 // ID at once from a range of ten: each gets its own. Then the range runs
 // out, and a released ID is the one claimed next, with its reserved time.
 func TestClaimFreeNodeConcurrently(t *testing.T) {
-	s := stacktest.Start(t)
+	dsn := database(t)
 	ctx := context.Background()
-	st := openStore(t, s.MySQLDSN())
+	st := openStore(t, dsn)
 	if err := st.Migrate(ctx, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +35,7 @@ func TestClaimFreeNodeConcurrently(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			// Each on its own pool, like separate processes.
-			ids[i], _, errs[i] = openStore(t, s.MySQLDSN()).ClaimFreeNode(ctx, 10, 19, fmt.Sprintf("auto-%d", i), time.Minute)
+			ids[i], _, errs[i] = openStore(t, dsn).ClaimFreeNode(ctx, 10, 19, fmt.Sprintf("auto-%d", i), time.Minute)
 		}()
 	}
 	wg.Wait()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"shortener"
 	"strconv"
 	"sync"
@@ -27,10 +28,19 @@ func openStore(tb testing.TB, dsn string) *store.Store {
 	return st
 }
 
-// migrated is a store on a fresh stack's MariaDB, migrated.
+func TestMain(m *testing.M) { os.Exit(stacktest.Main(m)) }
+
+// database is the DSN of an empty database of the test's own on the
+// package's shared MariaDB.
+func database(tb testing.TB) string {
+	tb.Helper()
+	return stacktest.Database(tb, stacktest.Shared(tb))
+}
+
+// migrated is a store on a database of the test's own, migrated.
 func migrated(tb testing.TB) *store.Store {
 	tb.Helper()
-	st := openStore(tb, stacktest.Start(tb).MySQLDSN())
+	st := openStore(tb, database(tb))
 	if err := st.Migrate(context.Background(), 30*time.Second); err != nil {
 		tb.Fatal(err)
 	}
@@ -40,7 +50,7 @@ func migrated(tb testing.TB) *store.Store {
 // TestMigrateConcurrently starts four "instances" migrating the same empty
 // database at once: all succeed and each migration is applied once.
 func TestMigrateConcurrently(t *testing.T) {
-	s := stacktest.Start(t)
+	dsn := database(t)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
@@ -48,7 +58,7 @@ func TestMigrateConcurrently(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = openStore(t, s.MySQLDSN()).Migrate(ctx, 30*time.Second)
+			errs[i] = openStore(t, dsn).Migrate(ctx, 30*time.Second)
 		}()
 	}
 	wg.Wait()
@@ -57,7 +67,7 @@ func TestMigrateConcurrently(t *testing.T) {
 			t.Errorf("instance %d: Migrate: %v", i, err)
 		}
 	}
-	st := openStore(t, s.MySQLDSN())
+	st := openStore(t, dsn)
 	n, err := st.AppliedMigrations(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +106,7 @@ func TestMigrateConcurrently(t *testing.T) {
 
 // TestUnavailable shows that a dead database is a prompt shortener.ErrUnavailable.
 func TestUnavailable(t *testing.T) {
-	s := stacktest.Start(t)
+	s := stacktest.Start(t) // a stack of its own: it kills MariaDB
 	st := openStore(t, s.MySQLDSN())
 	ctx := context.Background()
 	if err := st.Migrate(ctx, 30*time.Second); err != nil {

@@ -82,7 +82,7 @@ func (q *qualityRun) mean(k, a, m int) (float64, bool) {
 }
 
 func TestQuality(t *testing.T) {
-	s := stacktest.Start(t)
+	s := stacktest.Shared(t)
 	var runs []*qualityRun
 	for _, rate := range qualityRates() {
 		for _, links := range qualityLinks() {
@@ -137,10 +137,10 @@ func runQuality(t *testing.T, s *stack.Stack, exp float64, nLinks, rate int) *qu
 	q := &qualityRun{s: exp, links: nLinks, rate: rate}
 	start := time.Date(2026, 12, 3, 10, 2, 0, 0, time.UTC)
 	clk := &clock{t: start}
-	prefix := fmt.Sprintf("q%d:", time.Now().UnixNano())
+	prefix := stacktest.KeyPrefix(t) // the instances share theirs
 	var rs []*Ranking
 	for i := range qInstances {
-		cfg := stackConfig(s, fmt.Sprintf("app%d", i+1))
+		cfg := stackConfig(t, s, fmt.Sprintf("app%d", i+1))
 		cfg.Prefix, cfg.Redis.BreakerDelay, cfg.Redis.Timeout = prefix, time.Hour, time.Second
 		rs = append(rs, newRanking(t, cfg, &links{}, clk.now))
 	}

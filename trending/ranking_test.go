@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	// go-redis logs every refused or timed-out dial; the outage tests make
 	// many on purpose.
 	sentinel.RouteLibraryLogs(quietLog())
-	os.Exit(m.Run())
+	os.Exit(stacktest.Main(m))
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -81,7 +81,7 @@ func (c *clock) add(d time.Duration) {
 // stackConfig points a Config at s's Sentinels, with s's passwords, the
 // configuration's defaults and a key prefix of its own, so tests sharing
 // a stack do not see each other's keys.
-func stackConfig(s *stack.Stack, node string) Config {
+func stackConfig(tb testing.TB, s *stack.Stack, node string) Config {
 	return Config{
 		Redis: sentinel.Config{
 			MasterName:       s.MasterName(),
@@ -96,7 +96,7 @@ func stackConfig(s *stack.Stack, node string) Config {
 			BreakerSuccesses: 3,
 		},
 		Node:      node,
-		Prefix:    fmt.Sprintf("t%d:", time.Now().UnixNano()),
+		Prefix:    stacktest.KeyPrefix(tb),
 		Tick:      200 * time.Millisecond,
 		Refresh:   time.Second,
 		Capacity:  1_000,
@@ -151,10 +151,10 @@ func redisCounts(tb testing.TB, r *Ranking, w string, now time.Time) map[string]
 // on the same spool finishes the merge: every click is in Redis exactly
 // once.
 func TestMergeBackExactlyOnceAcrossCrash(t *testing.T) {
-	s := stacktest.Start(t)
+	s := stacktest.Shared(t)
 	ctx := context.Background()
 	clk := &clock{t: time.Date(2026, 12, 3, 12, 0, 30, 0, time.UTC)}
-	cfg := stackConfig(s, "app1")
+	cfg := stackConfig(t, s, "app1")
 	cfg.Spool = filepath.Join(t.TempDir(), "trending.spool")
 	cfg.Redis.BreakerDelay = time.Hour // the test opens and closes it
 	// The first call dials through the Sentinels and loads the script;
@@ -235,9 +235,9 @@ func TestMergeBackExactlyOnceAcrossCrash(t *testing.T) {
 // (exactly: the counts equal the clicks sent) and the deleted link is
 // gone from Redis's sets too.
 func TestOutage(t *testing.T) {
-	s := stacktest.Start(t)
+	s := stacktest.Start(t) // a stack of its own: it stops every Redis node
 	ctx, cancel := context.WithCancel(context.Background())
-	cfg := stackConfig(s, "app1")
+	cfg := stackConfig(t, s, "app1")
 	cfg.Tick, cfg.Refresh = 20*time.Millisecond, 100*time.Millisecond
 	cfg.Redis.BreakerDelay = 200 * time.Millisecond
 	res := &links{}
@@ -340,9 +340,9 @@ func TestOutage(t *testing.T) {
 // was never asked for a union (ZUNIONSTORE blocks it for as long as the
 // buckets are large).
 func TestReadLargeWindow(t *testing.T) {
-	s := stacktest.Start(t)
+	s := stacktest.Shared(t)
 	ctx := context.Background()
-	r := newRanking(t, stackConfig(s, "app1"), &links{}, time.Now)
+	r := newRanking(t, stackConfig(t, s, "app1"), &links{}, time.Now)
 	now := time.Now()
 	w := windows()[0]
 	const codes = 5 * depth

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +22,10 @@ import (
 type stored map[int64]int64
 
 func (s stored) ClickTotal(_ context.Context, id int64) (int64, error) { return s[id], nil }
+
+// The tests share one stack: each counts visits of codes of its own,
+// under a prefix no other test (or earlier run, with -count) has.
+func TestMain(m *testing.M) { os.Exit(stacktest.Main(m)) }
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
@@ -44,10 +49,11 @@ func newLimiter(t *testing.T, cfg sentinel.Config, counter Counter) *Limiter {
 // once, from many goroutines: exactly MaxVisits are granted, counting
 // the clicks MySQL already holds, and every other take is ErrExhausted.
 func TestExactAcrossInstances(t *testing.T) {
-	s := stacktest.Start(t)
+	s := stacktest.Shared(t)
 	counter := stored{1: 3} // three clicks stored before the limit
 	a, b := newLimiter(t, redisConfig(s), counter), newLimiter(t, redisConfig(s), counter)
-	link := shortener.Link{ID: 1, Code: "max8", MaxVisits: 8}
+	p := stacktest.KeyPrefix(t)
+	link := shortener.Link{ID: 1, Code: p + "max8", MaxVisits: 8}
 	var mu sync.Mutex
 	granted, exhausted := 0, 0
 	var wg sync.WaitGroup
@@ -71,7 +77,7 @@ func TestExactAcrossInstances(t *testing.T) {
 	if granted != 5 || exhausted != 35 {
 		t.Errorf("granted %d, exhausted %d; want 5 (8 less the 3 stored) and 35", granted, exhausted)
 	}
-	if err := a.Take(context.Background(), shortener.Link{ID: 2, Code: "free"}); err != nil {
+	if err := a.Take(context.Background(), shortener.Link{ID: 2, Code: p + "free"}); err != nil {
 		t.Errorf("a link without a maximum: %v", err)
 	}
 }
@@ -82,10 +88,11 @@ func TestExactAcrossInstances(t *testing.T) {
 // Budget over), answers ErrUnavailable past its budget, and adds what it
 // granted to Redis's counter once Redis answers again.
 func TestWithoutRedis(t *testing.T) {
-	s := stacktest.Start(t)
+	s := stacktest.Shared(t)
 	l := newLimiter(t, redisConfig(s), stored{})
 	ctx := context.Background()
-	link := shortener.Link{ID: 7, Code: "max10", MaxVisits: 10}
+	p := stacktest.KeyPrefix(t)
+	link := shortener.Link{ID: 7, Code: p + "max10", MaxVisits: 10}
 	for range 2 {
 		if err := l.Take(ctx, link); err != nil {
 			t.Fatal(err)
@@ -102,9 +109,9 @@ func TestWithoutRedis(t *testing.T) {
 	}
 	// A link this instance saw near its limit: the local grants stop at
 	// the limit, not at the budget.
-	near := shortener.Link{ID: 8, Code: "near", MaxVisits: 5}
+	near := shortener.Link{ID: 8, Code: p + "near", MaxVisits: 5}
 	l.mu.Lock()
-	l.seen["near"] = 4
+	l.seen[near.Code] = 4
 	l.mu.Unlock()
 	if err := l.Take(ctx, near); err != nil {
 		t.Fatalf("the last visit of near: %v", err)
@@ -117,7 +124,7 @@ func TestWithoutRedis(t *testing.T) {
 	if err := l.Take(ctx, link); err != nil {
 		t.Fatal(err)
 	}
-	n, err := l.redis.Redis().Get(ctx, visitsKey("max10")).Int64()
+	n, err := l.redis.Redis().Get(ctx, visitsKey(link.Code)).Int64()
 	if err != nil || n != 2+Budget+1 {
 		t.Errorf("Redis's count after the outage: %d, %v; want %d (2 before, %d without Redis, 1 after)", n, err, 2+Budget+1, Budget)
 	}

@@ -129,10 +129,47 @@ func setupMySQL(ctx context.Context, p *Proc) error {
 				fmt.Sprintf("GRANT %s ON %s.* TO '%s'@'%s'", u.grant, db, u.user, host))
 		}
 	}
-	return withDB(ctx, "root@unix("+p.s.st.MySQLSocket+")/?timeout=2s", func(conn *sql.DB) error {
+	if err := p.s.asRoot(ctx, stmts...); err != nil {
+		return fmt.Errorf("create database and users: %w", err)
+	}
+	return nil
+}
+
+// AddDatabase creates the empty database name beside the stack's own,
+// the application user holding all privileges on it, and returns that
+// user's DSN for it: tests that share one stack each get a schema of
+// their own (package stacktest). name must match [A-Za-z0-9_]+.
+func (s *Stack) AddDatabase(ctx context.Context, name string) (string, error) {
+	if !namePattern.MatchString(name) {
+		return "", fmt.Errorf("%w: database name %q: want [A-Za-z0-9_]+", ErrConfig, name)
+	}
+	stmts := []string{fmt.Sprintf("CREATE DATABASE `%s` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci", name)}
+	for _, host := range []string{"127.0.0.1", "localhost"} {
+		stmts = append(stmts, fmt.Sprintf("GRANT ALL PRIVILEGES ON `%s`.* TO '%s'@'%s'", name, appUser, host))
+	}
+	if err := s.asRoot(ctx, stmts...); err != nil {
+		return "", fmt.Errorf("add database %s: %w", name, err)
+	}
+	return fmt.Sprintf("%s:%s@tcp(%s)/%s?parseTime=true", appUser, appPassword, s.MySQL().Addr(), name), nil
+}
+
+// DropDatabase drops a database AddDatabase made.
+func (s *Stack) DropDatabase(ctx context.Context, name string) error {
+	if !namePattern.MatchString(name) || name == s.st.Database {
+		return fmt.Errorf("%w: drop database %q: not one AddDatabase made", ErrConfig, name)
+	}
+	if err := s.asRoot(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS `%s`", name)); err != nil {
+		return fmt.Errorf("drop database %s: %w", name, err)
+	}
+	return nil
+}
+
+// asRoot runs stmts as MariaDB's root, over the socket.
+func (s *Stack) asRoot(ctx context.Context, stmts ...string) error {
+	return withDB(ctx, "root@unix("+s.st.MySQLSocket+")/?timeout=2s", func(conn *sql.DB) error {
 		for _, q := range stmts {
 			if _, err := conn.ExecContext(ctx, q); err != nil {
-				return fmt.Errorf("create database and users: %w", err)
+				return err
 			}
 		}
 		return nil

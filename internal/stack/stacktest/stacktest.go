@@ -1,6 +1,15 @@
-// Package stacktest starts a local stack (MariaDB, Redis, Sentinels, and
-// when asked the apps and nginx) for integration tests, one per test, and
-// tears it down with the test.
+// Package stacktest starts local stacks (MariaDB, Redis, Sentinels, and
+// when asked the apps and nginx) for integration tests.
+//
+// A test that breaks a server (kills, freezes, stops or partitions it,
+// flushes Redis, changes a server's configuration) starts a stack of its
+// own with Start, torn down with the test. Every other test shares its
+// package's one stack (Shared), started on first use and stopped after
+// the package's last test (Main), and keeps out of the other tests' way:
+// a MariaDB database of its own (Database), Redis keys under a prefix of
+// its own (KeyPrefix) where the code under test takes one, or keys no
+// other test of the package uses where it does not (cache and the apps
+// name theirs without a prefix).
 package stacktest
 
 import (
@@ -52,17 +61,7 @@ func StartWith(tb testing.TB, start func(ctx context.Context, dir string, log *s
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	dir := tb.TempDir()
-	s, err := start(ctx, dir, log)
-	// The stack picks free ports and its servers bind them a moment
-	// later; another test's server may take one in between (seen beside
-	// a CPU hog: MariaDB "Address already in use"). A fresh start picks
-	// fresh ports; anything else fails at once.
-	for try := 1; err != nil && try < 3 && strings.Contains(err.Error(), "Address already in use"); try++ {
-		log.Warn("a port was taken between its choice and its bind; starting again", "err", err)
-		dir = tb.TempDir()
-		s, err = start(ctx, dir, log)
-	}
+	s, dir, err := startFresh(ctx, tb.TempDir, log, start)
 	if err != nil {
 		// Start has stopped what it started; the logs tell why.
 		if a, aerr := stack.Attach(dir); aerr == nil {
@@ -79,6 +78,22 @@ func StartWith(tb testing.TB, start func(ctx context.Context, dir string, log *s
 		}
 	})
 	return s
+}
+
+// startFresh runs start in a directory newDir makes. The stack picks
+// free ports and its servers bind them a moment later; another test's
+// server may take one in between (seen beside a CPU hog: MariaDB "Address
+// already in use"). A fresh start in a fresh directory picks fresh ports;
+// anything else fails at once. It returns the last directory tried.
+func startFresh(ctx context.Context, newDir func() string, log *slog.Logger, start func(ctx context.Context, dir string, log *slog.Logger) (*stack.Stack, error)) (*stack.Stack, string, error) {
+	dir := newDir()
+	s, err := start(ctx, dir, log)
+	for try := 1; err != nil && try < 3 && strings.Contains(err.Error(), "Address already in use"); try++ {
+		log.Warn("a port was taken between its choice and its bind; starting again", "err", err)
+		dir = newDir()
+		s, err = start(ctx, dir, log)
+	}
+	return s, dir, err
 }
 
 // RequirePrograms skips the test unless the programs a stack runs

@@ -1,0 +1,12 @@
+package clicks
+
+import (
+	"os"
+	"testing"
+
+	"shortener/internal/stack/stacktest"
+)
+
+// The tests against MariaDB share one stack, each with a database of its
+// own.
+func TestMain(m *testing.M) { os.Exit(stacktest.Main(m)) }
