@@ -24,7 +24,13 @@ const invalidationChannel = "shortener:invalidate"
 // so a stale Redis entry cannot answer while its DEL is still owed.
 type pendingSet struct {
 	mu    sync.RWMutex
-	codes map[string]time.Time // code -> when this instance learned of it
+	codes map[string]pending
+}
+
+// pending is what the set knows of a code's invalidation.
+type pending struct {
+	learned time.Time // when this instance learned of it (for the grace)
+	record  time.Time // the latest record MySQL showed for it; zero before one
 }
 
 func (p *pendingSet) has(code string) bool {
@@ -38,31 +44,46 @@ func (p *pendingSet) add(code string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.codes == nil {
-		p.codes = map[string]time.Time{}
+		p.codes = map[string]pending{}
 	}
-	p.codes[code] = now
+	e := p.codes[code]
+	e.learned = now
+	p.codes[code] = e
 }
 
 // replace makes the set what MySQL holds, keeping codes this instance added
 // within grace (a read that began before their commit may lack them). It
-// returns the codes that are new to the set.
+// returns the codes with an invalidation new to this instance: new to
+// the set, or with a record later than the one it knew (a link edited
+// again while its earlier edit was still pending: an L1 entry read
+// between the two must go too).
 func (p *pendingSet) replace(invs []shortener.Invalidation, now time.Time, grace time.Duration) (added []string) {
-	next := make(map[string]time.Time, len(invs))
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	latest := make(map[string]time.Time, len(invs)) // each code's latest record
 	for _, inv := range invs {
-		if t, ok := p.codes[inv.Code]; ok {
-			next[inv.Code] = t
-			continue
-		}
-		if _, ok := next[inv.Code]; !ok {
-			next[inv.Code] = now
-			added = append(added, inv.Code)
+		if t, ok := latest[inv.Code]; !ok || inv.CreatedAt.After(t) {
+			latest[inv.Code] = inv.CreatedAt
 		}
 	}
-	for code, t := range p.codes {
-		if _, ok := next[code]; !ok && now.Sub(t) < grace {
-			next[code] = t
+	next := make(map[string]pending, len(latest))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for code, record := range latest {
+		e, known := p.codes[code]
+		switch {
+		case !known:
+			e = pending{learned: now, record: record}
+			added = append(added, code)
+		case record.After(e.record):
+			if !e.record.IsZero() { // a record after the one this instance knew
+				added = append(added, code)
+			}
+			e.record = record
+		}
+		next[code] = e
+	}
+	for code, e := range p.codes {
+		if _, ok := next[code]; !ok && now.Sub(e.learned) < grace {
+			next[code] = e
 		}
 	}
 	p.codes = next
