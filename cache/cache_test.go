@@ -179,6 +179,10 @@ func newOfflineCache(tb testing.TB, origin Origin, cfg Config) *Cache {
 	return c
 }
 
+// newTestCache is a running cache over 20 links, on Redis and sentinels
+// of the test's own (no MariaDB: the origin is a fake). Tests cannot
+// share one: the cache names its keys (link:, gone:, ratelimit:) and its
+// invalidation channel without a prefix, and some tests break Redis.
 func newTestCache(tb testing.TB, cfg Config) (*Cache, *fakeOrigin, *stack.Stack) {
 	tb.Helper()
 	return newTestCacheHooked(tb, cfg, func(*Cache) {})
@@ -195,7 +199,7 @@ func onStack(cfg *Config, s *stack.Stack) {
 // starts (to set test hooks without a race).
 func newTestCacheHooked(tb testing.TB, cfg Config, hook func(*Cache)) (*Cache, *fakeOrigin, *stack.Stack) {
 	tb.Helper()
-	s := stacktest.Start(tb)
+	s := stacktest.StartRedis(tb)
 	origin := testLinks(20)
 	onStack(&cfg, s)
 	c, err := New(cfg, origin, &fakeOutbox{}, quietLog(), prometheus.NewRegistry())

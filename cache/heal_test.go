@@ -28,7 +28,7 @@ import (
 // whole test (L1 kept for a millisecond, so the lookups reach Redis).
 func TestHealedMasterNeverServesADeletedLink(t *testing.T) {
 	stacktest.RequireRoot(t)
-	s := stacktest.Start(t)
+	s := stacktest.StartRedis(t)
 	origin := &lockedOrigin{links: map[string]shortener.Link{}}
 	out := &fakeOutbox{}
 	newInstance := func() *Cache {

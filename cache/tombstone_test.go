@@ -50,7 +50,7 @@ type holdFill struct {
 // Redis; both instances share one origin and one outbox, as two apps share
 // MySQL.
 func TestDelayedFillCannotUndoADelete(t *testing.T) {
-	s := stacktest.Start(t)
+	s := stacktest.StartRedis(t)
 	origin := &lockedOrigin{links: map[string]shortener.Link{}}
 	out := &fakeOutbox{}
 	hold, entered := make(chan holdFill, 1), make(chan struct{})

@@ -76,7 +76,7 @@ func TestRunDetachesCancellation(t *testing.T) {
 // replicas and three sentinels, every one with a password. The failover
 // comes last: it moves the master.
 func TestOnStack(t *testing.T) {
-	s := stacktest.Start(t)
+	s := stacktest.StartRedis(t) // a stack of its own: it fails the master over
 	cfg := testConfig(func(c *Config) {
 		c.MasterName, c.SentinelAddrs = s.MasterName(), s.SentinelAddrs()
 		c.Password, c.SentinelPassword = s.RedisPassword(), s.SentinelPassword()

@@ -235,7 +235,7 @@ func TestMergeBackExactlyOnceAcrossCrash(t *testing.T) {
 // (exactly: the counts equal the clicks sent) and the deleted link is
 // gone from Redis's sets too.
 func TestOutage(t *testing.T) {
-	s := stacktest.Start(t) // a stack of its own: it stops every Redis node
+	s := stacktest.StartRedis(t) // a stack of its own: it stops every Redis node
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := stackConfig(t, s, "app1")
 	cfg.Tick, cfg.Refresh = 20*time.Millisecond, 100*time.Millisecond

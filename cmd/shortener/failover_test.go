@@ -17,8 +17,6 @@ import (
 	"shortener/internal/chaos"
 	"shortener/internal/chaos/chaostest"
 	"shortener/internal/poll"
-	"shortener/internal/stack"
-	"shortener/internal/stack/stacktest"
 )
 
 // testAPIKey authorises management calls in tests.
@@ -68,13 +66,13 @@ func freePort(tb testing.TB) int {
 
 // startApp runs an instance against s with the given node ID and waits
 // until it is ready. It stops when the test ends.
-func startApp(tb testing.TB, s *stack.Stack, nodeID int, extraEnv ...string) *app {
+func startApp(tb testing.TB, s servers, nodeID int, extraEnv ...string) *app {
 	tb.Helper()
 	return startAppClock(tb, s, nodeID, time.Now, extraEnv...)
 }
 
 // startAppClock is startApp with the clock the instance trusts for its IDs.
-func startAppClock(tb testing.TB, s *stack.Stack, nodeID int, now func() time.Time, extraEnv ...string) *app {
+func startAppClock(tb testing.TB, s servers, nodeID int, now func() time.Time, extraEnv ...string) *app {
 	tb.Helper()
 	a, err := launchApp(tb, s, nodeID, now, extraEnv...)
 	if err != nil {
@@ -85,7 +83,7 @@ func startAppClock(tb testing.TB, s *stack.Stack, nodeID int, now func() time.Ti
 
 // launchApp starts an instance and waits until it is ready, or returns
 // the error it exited with.
-func launchApp(tb testing.TB, s *stack.Stack, nodeID int, now func() time.Time, extraEnv ...string) (*app, error) {
+func launchApp(tb testing.TB, s servers, nodeID int, now func() time.Time, extraEnv ...string) (*app, error) {
 	tb.Helper()
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(tb))
 	env := map[string]string{
@@ -225,8 +223,8 @@ func chaosConfig(l1TTL time.Duration) chaos.Config {
 // took, against one Redis deadline, is reported, not asserted: a busy
 // machine stalls for longer than that.
 func TestMasterFrozen(t *testing.T) {
-	s := stacktest.Start(t)
+	s := ownServers(t)
 	// A short L1 TTL keeps Redis busy, so the run sees it serve again.
 	a := startApp(t, s, 1, "SHORTENER_L1_TTL", "200ms")
-	chaostest.Run(t, s, chaosTarget(a), chaosConfig(200*time.Millisecond), nil, "freeze-master")
+	chaostest.Run(t, s.Stack, chaosTarget(a), chaosConfig(200*time.Millisecond), nil, "freeze-master")
 }

@@ -10,13 +10,12 @@ import (
 	"testing"
 
 	"shortener/internal/poll"
-	"shortener/internal/stack/stacktest"
 )
 
 // TestAPIKeysCommand creates a key with the command, uses it, revokes it,
 // and sees it refused; only the key's hash is stored.
 func TestAPIKeysCommand(t *testing.T) {
-	s := stacktest.Start(t)
+	s := newServers(t)
 	env := func(k string) string {
 		if k == "SHORTENER_MYSQL_DSN" {
 			return s.MySQLDSN()

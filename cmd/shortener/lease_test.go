@@ -7,13 +7,12 @@ import (
 	"time"
 
 	"shortener/idgen"
-	"shortener/internal/stack/stacktest"
 )
 
 // TestSameNodeIDRefused starts a second instance with a node ID a live
 // instance holds: it refuses to start, naming the problem.
 func TestSameNodeIDRefused(t *testing.T) {
-	s := stacktest.Start(t)
+	s := newServers(t)
 	first := startApp(t, s, 5, "SHORTENER_NODE_LEASE_TTL", "1s")
 	_, err := launchApp(t, s, 5, time.Now, "SHORTENER_NODE_LEASE_TTL", "1s")
 	if err == nil || !strings.Contains(err.Error(), "node ID 5 is in use by app5@") {
@@ -36,7 +35,7 @@ func TestSameNodeIDRefused(t *testing.T) {
 // the last ID it issued: it waits until its clock passes that ID, and no
 // code repeats; a clock far behind is refused.
 func TestRestartWithClockBehind(t *testing.T) {
-	s := stacktest.Start(t)
+	s := newServers(t)
 	a := startApp(t, s, 6)
 	before := createLinks(t, a, 100)
 	if err := a.stop(); err != nil {
@@ -82,7 +81,7 @@ func TestRestartWithClockBehind(t *testing.T) {
 // once, beside one with the fixed node ID 0: each claims a node ID of its
 // own, and their codes carry it.
 func TestAutoNodeIDs(t *testing.T) {
-	s := stacktest.Start(t)
+	s := newServers(t)
 	fixed := startApp(t, s, 0)
 	apps := make([]*app, 3)
 	errs := make([]error, len(apps))

@@ -12,7 +12,6 @@ import (
 	"shortener/internal/chaos/chaostest"
 	"shortener/internal/poll"
 	"shortener/internal/stack"
-	"shortener/internal/stack/stacktest"
 )
 
 // status GETs code from a and returns the answer's status code.
@@ -73,9 +72,9 @@ func allRedis(tb testing.TB, s *stack.Stack, op func(*stack.Proc) error) {
 // distinct code per L1 TTL.
 func TestAllRedisDown(t *testing.T) {
 	const l1TTL = time.Second
-	s := stacktest.Start(t)
+	s := ownServers(t)
 	a := startApp(t, s, 1, "SHORTENER_L1_TTL", l1TTL.String())
-	chaostest.Run(t, s, chaosTarget(a), chaosConfig(l1TTL), nil, "redis-down")
+	chaostest.Run(t, s.Stack, chaosTarget(a), chaosConfig(l1TTL), nil, "redis-down")
 }
 
 // TestDeleteWhileRedisDown deletes a link while every Redis node is frozen
@@ -83,7 +82,7 @@ func TestAllRedisDown(t *testing.T) {
 // during the outage, and after Redis returns and the invalidation drains,
 // the stale entry is gone from Redis and both still answer 410.
 func TestDeleteWhileRedisDown(t *testing.T) {
-	s := stacktest.Start(t)
+	s := newServers(t)
 	a1 := startApp(t, s, 1, "SHORTENER_L1_TTL", "1h")
 	a2 := startApp(t, s, 2, "SHORTENER_L1_TTL", "1h")
 	var code string
@@ -96,7 +95,7 @@ func TestDeleteWhileRedisDown(t *testing.T) {
 		}
 	}
 
-	allRedis(t, s, (*stack.Proc).Stop)
+	allRedis(t, s.Stack, (*stack.Proc).Stop)
 	deleteLink(t, a2, code)
 	took := waitStatus(t, code, http.StatusGone, a1, a2)
 	t.Logf("deleted during the outage: 410 on both instances after %s", took.Round(time.Millisecond))
@@ -104,7 +103,7 @@ func TestDeleteWhileRedisDown(t *testing.T) {
 		t.Errorf("invalidations pending during the outage = %v, want >= 1", p)
 	}
 
-	allRedis(t, s, (*stack.Proc).Cont)
+	allRedis(t, s.Stack, (*stack.Proc).Cont)
 	waitMetricBelow(t, a1, mPending, 1)
 	waitMetricBelow(t, a2, mPending, 1)
 	for _, a := range []*app{a1, a2} {
@@ -123,7 +122,7 @@ func TestDeleteWhileRedisDown(t *testing.T) {
 // caches it everywhere, freezes Redis, and checks that every tier answers
 // 410 once it expires, during the outage and after.
 func TestExpiryThroughOutage(t *testing.T) {
-	s := stacktest.Start(t)
+	s := newServers(t)
 	a := startApp(t, s, 1, "SHORTENER_L1_TTL", "1h")
 	expires := time.Now().Add(2 * time.Second).UTC()
 	body := `{"url":"https://example.com/soon","expires_at":"` + expires.Format(time.RFC3339Nano) + `"}`
@@ -140,9 +139,9 @@ func TestExpiryThroughOutage(t *testing.T) {
 	if st := status(t, a, got.Code); st != http.StatusFound {
 		t.Fatalf("before expiry: %d, want 302", st)
 	}
-	allRedis(t, s, (*stack.Proc).Stop)
+	allRedis(t, s.Stack, (*stack.Proc).Stop)
 	waitStatus(t, got.Code, http.StatusGone, a)
-	allRedis(t, s, (*stack.Proc).Cont)
+	allRedis(t, s.Stack, (*stack.Proc).Cont)
 	for range 20 {
 		if st := status(t, a, got.Code); st != http.StatusGone {
 			t.Fatalf("after Redis returned: %d, want 410", st)
@@ -155,7 +154,7 @@ func TestExpiryThroughOutage(t *testing.T) {
 // L1 would keep it for an hour: the invalidation reached it. How long
 // that took is logged; the chaos reports measure it.
 func TestDeleteReachesOtherInstance(t *testing.T) {
-	s := stacktest.Start(t)
+	s := newServers(t)
 	a1 := startApp(t, s, 1, "SHORTENER_L1_TTL", "1h")
 	a2 := startApp(t, s, 2, "SHORTENER_L1_TTL", "1h")
 	for code := range createLinks(t, a1, 5) {

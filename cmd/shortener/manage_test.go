@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"shortener/internal/poll"
-	"shortener/internal/stack/stacktest"
 )
 
 // keyed sends method path with the test's API key and a JSON body (nil:
@@ -70,7 +69,7 @@ func location(tb testing.TB, a *app, method, code string) (int, string) {
 // password-protected link redirects on neither without its password
 // (GET, HEAD, the preview) and does with it.
 func TestLinkManagementAcrossInstances(t *testing.T) {
-	s := stacktest.Start(t)
+	s := newServers(t)
 	a1 := startApp(t, s, 1, "SHORTENER_L1_TTL", "1h")
 	a2 := startApp(t, s, 2, "SHORTENER_L1_TTL", "1h")
 

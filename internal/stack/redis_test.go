@@ -19,7 +19,7 @@ import (
 // noeviction, makes the master refuse writes (OOM), and the values read
 // back with ConfigGet put it right again.
 func TestConfigSetRefusesWrites(t *testing.T) {
-	s := stacktest.Start(t)
+	s := stacktest.StartRedis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	m := s.Redis()[0]
@@ -69,7 +69,7 @@ func TestConfigSetRefusesWrites(t *testing.T) {
 // TestFreezeCycle: every node is frozen together, and ending the cycle
 // mid-freeze thaws them all.
 func TestFreezeCycle(t *testing.T) {
-	s := stacktest.Start(t)
+	s := stacktest.StartRedis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	nodes := s.Redis()

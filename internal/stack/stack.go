@@ -125,6 +125,10 @@ type Config struct {
 	FailoverTimeout time.Duration
 	// Database is the MariaDB database to create; default "shortener".
 	Database string
+	// WithoutMySQL leaves MariaDB out: a stack of Redis and the sentinels
+	// alone, for tests of the Redis tier, which start in a fraction of
+	// the CPU time. It cannot run apps.
+	WithoutMySQL bool
 	// Apps are the shortener instances to run behind nginx, started once
 	// MariaDB, Redis and the sentinels are ready. With none, neither apps
 	// nor nginx run.
@@ -219,6 +223,8 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("%w: quorum %d: want 1..3", ErrConfig, cfg.Quorum)
 	case cfg.DownAfter < time.Millisecond || cfg.FailoverTimeout < time.Millisecond:
 		return cfg, fmt.Errorf("%w: sentinel timeouts must be at least 1ms", ErrConfig)
+	case cfg.WithoutMySQL && len(cfg.Apps) > 0:
+		return cfg, fmt.Errorf("%w: apps need MariaDB: a stack without it runs none", ErrConfig)
 	}
 	return cfg.appsWithDefaults()
 }
@@ -270,12 +276,12 @@ func (cfg Config) appsWithDefaults() (Config, error) {
 	return cfg, nil
 }
 
-// Start starts MariaDB, three redis-server nodes and three sentinels in
-// cfg.Dir, then the apps, then nginx, and returns once all are ready: the
-// database and users exist, both replicas are linked to the master, every
-// sentinel knows the master, both replicas and the other two sentinels,
-// every app answers /readyz and nginx answers HTTP. On error it stops
-// whatever it started.
+// Start starts MariaDB (unless cfg.WithoutMySQL), three redis-server
+// nodes and three sentinels in cfg.Dir, then the apps, then nginx, and
+// returns once all are ready: the database and users exist, both replicas
+// are linked to the master, every sentinel knows the master, both
+// replicas and the other two sentinels, every app answers /readyz and
+// nginx answers HTTP. On error it stops whatever it started.
 //
 // Start always sets up a fresh Redis topology (redis-1 master); only
 // MariaDB's data survives from an earlier stack in the same directory. It
@@ -288,7 +294,10 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	need := []kind{mysqlKind(), redisKind(), sentinelKind()}
+	need := []kind{redisKind(), sentinelKind()}
+	if !cfg.WithoutMySQL {
+		need = append(need, mysqlKind())
+	}
 	if len(cfg.Apps) > 0 {
 		need = append(need, nginxKind())
 	}
@@ -342,8 +351,10 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err := s.start(ctx); err != nil {
 		return nil, fmt.Errorf("start stack: %w", errors.Join(err, s.Close()))
 	}
-	attrs := []any{"dir", s.dir, "took", time.Since(begin).Round(time.Millisecond),
-		"mysql", s.MySQL().Addr(), "sentinels", s.SentinelAddrs()}
+	attrs := []any{"dir", s.dir, "took", time.Since(begin).Round(time.Millisecond), "sentinels", s.SentinelAddrs()}
+	if s.MySQL() != nil {
+		attrs = append(attrs, "mysql", s.MySQL().Addr())
+	}
 	if s.Nginx() != nil {
 		attrs = append(attrs, "base_url", s.BaseURL())
 	}
@@ -358,7 +369,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 func (s *Stack) start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var mysqlErr error
-	wg.Go(func() { mysqlErr = s.MySQL().start(ctx, true) })
+	if my := s.MySQL(); my != nil {
+		wg.Go(func() { mysqlErr = my.start(ctx, true) })
+	}
 
 	redisErr := s.startRedis(ctx)
 	wg.Wait()
@@ -448,8 +461,8 @@ func newStack(dir string, st state, log *slog.Logger, killWithParent bool) (*Sta
 		s.byKind[ps.Kind] = append(s.byKind[ps.Kind], p)
 	}
 	n := func(kind string) int { return len(s.byKind[kind]) }
-	if n(KindMySQL) != 1 || n(KindRedis) != 3 || n(KindSentinel) != 3 {
-		return nil, fmt.Errorf("%w: stack.json lists %d processes, want mysql, 3 redis, 3 sentinels", ErrNoStack, len(s.procs))
+	if n(KindMySQL) > 1 || n(KindRedis) != 3 || n(KindSentinel) != 3 || (n(KindMySQL) == 0 && n(KindApp) > 0) {
+		return nil, fmt.Errorf("%w: stack.json lists %d processes, want mysql (unless there are no apps), 3 redis, 3 sentinels", ErrNoStack, len(s.procs))
 	}
 	if (n(KindApp) > 0) != (n(KindNginx) == 1) || n(KindNginx) > 1 || (n(KindApp) > 0 && st.AppBinary == "") {
 		return nil, fmt.Errorf("%w: stack.json lists %d apps, %d nginx, app binary %q: want apps, nginx and a binary, or none", ErrNoStack, n(KindApp), n(KindNginx), st.AppBinary)
@@ -520,8 +533,14 @@ func (s *Stack) RedisPassword() string { return s.redisPassword }
 // cache.Config.SentinelPassword, and the like.
 func (s *Stack) SentinelPassword() string { return s.sentinelPassword }
 
-// MySQL returns the MariaDB process.
-func (s *Stack) MySQL() *Proc { return s.byKind[KindMySQL][0] }
+// MySQL returns the MariaDB process, or nil for a stack without it
+// (Config.WithoutMySQL).
+func (s *Stack) MySQL() *Proc {
+	if m := s.byKind[KindMySQL]; len(m) > 0 {
+		return m[0]
+	}
+	return nil
+}
 
 // Redis returns the redis-server processes in configured order; the first
 // was the master when the stack started.

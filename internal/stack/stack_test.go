@@ -22,7 +22,7 @@ import (
 const testTimeout = 45 * time.Second
 
 func TestFailoverAndRejoin(t *testing.T) {
-	s := stacktest.Start(t)
+	s := stacktest.StartRedis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 

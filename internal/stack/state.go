@@ -60,7 +60,9 @@ func newState(cfg Config) (state, error) {
 		APIKeyFile:        cfg.APIKeyFile,
 		CodeKeyFile:       cfg.CodeKeyFile,
 	}
-	st.Procs = []procState{{Name: "mysql", Kind: KindMySQL, Port: cfg.MySQLPort}}
+	if !cfg.WithoutMySQL {
+		st.Procs = []procState{{Name: "mysql", Kind: KindMySQL, Port: cfg.MySQLPort}}
+	}
 	for i, port := range cfg.RedisPorts {
 		st.Procs = append(st.Procs, procState{Name: fmt.Sprintf("redis-%d", i+1), Kind: KindRedis, Port: port})
 	}

@@ -74,6 +74,7 @@ func TestConfigApps(t *testing.T) {
 		{"name of a server", func(c *Config) { c.Apps[0].Name = "redis-1" }},
 		{"name with a slash", func(c *Config) { c.Apps[0].Name = "a/b" }},
 		{"env without =", func(c *Config) { c.AppEnv = []string{"SHORTENER_LOG_LEVEL"} }},
+		{"apps without MariaDB", func(c *Config) { c.WithoutMySQL = true }},
 	} {
 		c := good
 		c.Apps = append([]App(nil), good.Apps...)
