@@ -164,3 +164,23 @@ func TestDisabledLink(t *testing.T) {
 		t.Errorf("%d clicks counted on a disabled link", len(log.clicks))
 	}
 }
+
+// TestPasswordFormMayLeave: the password form's page lets its post be
+// answered with a redirect to another site, which browsers hold to the
+// policy's form-action; every other page keeps its forms to this site.
+func TestPasswordFormMayLeave(t *testing.T) {
+	h, _ := lockedHandler(t)
+	req := httptest.NewRequest(http.MethodGet, "/pw1", nil)
+	req.Header.Set("Accept", "text/html")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if csp := rec.Header().Get("Content-Security-Policy"); rec.Code != http.StatusUnauthorized || !strings.Contains(csp, "form-action 'self' https: http:;") {
+		t.Errorf("password form: %d, Content-Security-Policy %q; want form-action to allow http and https", rec.Code, csp)
+	}
+	req = httptest.NewRequest(http.MethodGet, "/", nil)
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if csp := rec.Header().Get("Content-Security-Policy"); !strings.Contains(csp, "form-action 'self';") {
+		t.Errorf("home page: Content-Security-Policy %q; want form-action 'self'", csp)
+	}
+}

@@ -28,8 +28,21 @@ var webFS embed.FS
 // and images only from this origin, no inline script or style at all, no
 // framing, forms posted only here. A destination URL is attacker-chosen
 // text; if an escaping bug ever let markup through, it still could not run.
-const pageCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
-	"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+const pageCSP = cspSources + "form-action 'self'; " + cspFrame
+
+// unlockCSP is the password form's policy (page "password"): pageCSP,
+// but its form may lead to any http or https URL. The right password is
+// answered with the link's redirect, and browsers hold the redirects
+// that follow a form's post to form-action as well: under 'self',
+// Chromium refused every unlock of a link to another site (TestBrowser
+// found it). The form itself still posts to /{code} here.
+const unlockCSP = cspSources + "form-action 'self' https: http:; " + cspFrame
+
+// The parts of the pages' policies.
+const (
+	cspSources = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+	cspFrame   = "base-uri 'none'; frame-ancestors 'none'"
+)
 
 // Cache lifetimes of the pages' answers.
 const (
@@ -106,13 +119,17 @@ func (h *Handler) render(c echo.Context, status int, name, cache string, data an
 	if err := h.site.pages[name].ExecuteTemplate(&buf, "base.html", data); err != nil {
 		return fmt.Errorf("render page %s: %w", name, err)
 	}
-	pageHeaders(c.Response().Header(), cache)
+	csp := pageCSP
+	if name == "password" {
+		csp = unlockCSP
+	}
+	pageHeaders(c.Response().Header(), csp, cache)
 	return c.HTMLBlob(status, buf.Bytes())
 }
 
 // pageHeaders sets what every page sends: its policy and cache lifetime.
-func pageHeaders(hd http.Header, cache string) {
-	hd.Set("Content-Security-Policy", pageCSP)
+func pageHeaders(hd http.Header, csp, cache string) {
+	hd.Set("Content-Security-Policy", csp)
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Referrer-Policy", "no-referrer")
 	hd.Set("Cache-Control", cache)
