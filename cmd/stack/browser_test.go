@@ -28,7 +28,8 @@ import (
 // The browser test drives Debian's headless Chromium through the web pages
 // of a whole stack (nginx in front of two apps), as a person would: it
 // shortens a link with the form, copies it, follows it, previews it, does
-// the same without JavaScript, makes mistakes and meets a deleted link.
+// the same without JavaScript, makes mistakes and meets a deleted link,
+// and manages a link on My links.
 // It saves a screenshot of each page at desktop and phone width into
 // $SHORTENER_SCREENSHOTS (make screenshots: docs/screenshots), or a
 // temporary directory.
@@ -277,13 +278,13 @@ func TestBrowser(t *testing.T) {
 	// The keyboard's way through the page: the skip link first, the menu,
 	// then the URL field.
 	var order []string
-	for range 5 {
+	for range 6 {
 		must(chromedp.Do(ctx, chromedp.KeyEvent("\t")), "press Tab")
 		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(e => e.id || e.textContent.trim())(document.activeElement)`))
 		must(err, "read the focus")
 		order = append(order, got)
 	}
-	if want := []string{"Skip to content", "shortener", "Shorten", "Trending", "url"}; !slices.Equal(order, want) {
+	if want := []string{"Skip to content", "shortener", "Shorten", "My links", "Trending", "url"}; !slices.Equal(order, want) {
 		t.Errorf("Tab goes through %q, want %q", order, want)
 	}
 	must(chromedp.Do(ctx,
@@ -422,7 +423,12 @@ func TestBrowser(t *testing.T) {
 	shot.take(ctx, "not-found")
 	step("bad URL, deleted and unknown links")
 
-	// 10. Without JavaScript, as another person (a browser context of its
+	// 10. My links: the key's links, found by a tag, edited, disabled,
+	// enabled, exported and deleted (browser_links_test.go).
+	browseMyLinks(ctx, t, shot, base, dest)
+	step("my links")
+
+	// 11. Without JavaScript, as another person (a browser context of its
 	// own: no key kept): the stats page asks for the key; the plain form
 	// post answers with the page, the copy button stays hidden (it needs
 	// script), the link works.
