@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -51,16 +50,8 @@ func (h *Handler) unlock(c echo.Context) error {
 		return shortener.ErrNotFound
 	}
 	r := c.Request()
-	if err := http.NewCrossOriginProtection().Check(r); err != nil {
-		return &Error{Code: CodeCrossOrigin, Message: "cross-origin form posts are refused"}
-	}
-	r.Body = http.MaxBytesReader(c.Response(), r.Body, 4<<10)
-	if err := r.ParseForm(); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		return &Error{Code: CodeInvalidRequest, Message: "the form could not be read"}
+	if err := readForm(c, 4<<10); err != nil {
+		return err
 	}
 	l, now, err := h.live(r.Context(), code)
 	switch {

@@ -87,6 +87,26 @@ func (h *Handler) newHomePage(c echo.Context) homePage {
 		HasKey: h.keyCookie(c) != "", BaseURL: h.cfg.BaseURL}
 }
 
+// readForm reads a form a page posted, of at most limit bytes: refused
+// when it comes from another site (every form here changes something,
+// and a browser would send the key cookie with it), 413 when too large,
+// 400 when it cannot be parsed. r.PostForm holds it after.
+func readForm(c echo.Context, limit int64) error {
+	r := c.Request()
+	if err := http.NewCrossOriginProtection().Check(r); err != nil {
+		return &Error{Code: CodeCrossOrigin, Message: "cross-origin form posts are refused"}
+	}
+	r.Body = http.MaxBytesReader(c.Response(), r.Body, limit)
+	if err := r.ParseForm(); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return &Error{Code: CodeInvalidRequest, Message: "the form could not be read"}
+	}
+	return nil
+}
+
 // newFormKey returns a fresh Idempotency-Key for one rendering of the
 // form: a double click or a reload of the answer replays the first
 // create instead of making a second link.
@@ -102,16 +122,8 @@ func newFormKey() string {
 // fix are shown next to their field; the rest are the error page.
 func (h *Handler) shorten(c echo.Context) error {
 	r := c.Request()
-	if err := http.NewCrossOriginProtection().Check(r); err != nil {
-		return &Error{Code: CodeCrossOrigin, Message: "cross-origin form posts are refused"}
-	}
-	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxBody)
-	if err := r.ParseForm(); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		return &Error{Code: CodeInvalidRequest, Message: "the form could not be read"}
+	if err := readForm(c, maxBody); err != nil {
+		return err
 	}
 	p := h.newHomePage(c)
 	f := shortenForm{

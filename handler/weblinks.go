@@ -1,7 +1,6 @@
 package handler
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -157,16 +156,8 @@ var linkActions = map[string]string{
 // again with the error next to the field at fault.
 func (h *Handler) manage(c echo.Context) error {
 	r := c.Request()
-	if err := http.NewCrossOriginProtection().Check(r); err != nil {
-		return &Error{Code: CodeCrossOrigin, Message: "cross-origin form posts are refused"}
-	}
-	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxBody)
-	if err := r.ParseForm(); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		return &Error{Code: CodeInvalidRequest, Message: "the form could not be read"}
+	if err := readForm(c, maxBody); err != nil {
+		return err
 	}
 	action := r.PostForm.Get("action")
 	if _, ok := linkActions[action]; !ok {

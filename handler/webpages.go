@@ -226,12 +226,8 @@ func (h *Handler) statsPage(c echo.Context) error {
 // to the page the form was on (303, so a reload does not post twice).
 func (h *Handler) saveKey(c echo.Context) error {
 	r := c.Request()
-	if err := http.NewCrossOriginProtection().Check(r); err != nil {
-		return &Error{Code: CodeCrossOrigin, Message: "cross-origin form posts are refused"}
-	}
-	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxBody)
-	if err := r.ParseForm(); err != nil {
-		return &Error{Code: CodeInvalidRequest, Message: "the form could not be read"}
+	if err := readForm(c, maxBody); err != nil {
+		return err
 	}
 	next := localPath(r.PostForm.Get("next"))
 	ck := &http.Cookie{Name: keyCookieName, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
