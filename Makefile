@@ -100,7 +100,7 @@ chaos-check:
 ## stack on free ports) and keep its screenshots of every page, at desktop
 ## and phone width, in docs/screenshots/.
 screenshots:
-	SHORTENER_SCREENSHOTS=$(CURDIR)/docs/screenshots $(TESTENV) $(GO) test -count=1 -run TestBrowser ./cmd/stack
+	SHORTENER_SCREENSHOTS=$(CURDIR)/docs/screenshots $(TESTENV) $(GO) test -count=1 -run TestBrowser ./e2e
 
 .PHONY: bin/chaos
 bin/chaos:

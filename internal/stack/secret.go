@@ -29,7 +29,7 @@ const (
 // by its owner only, unless one is there already: a key or password
 // that scripts and people have copied must survive a restart of the
 // stack. A secret already there is kept, and its mode set to 0600.
-// cmd/stack makes the apps' API and code keys with it.
+// Package topology and cmd/stack make the apps' API and code keys with it.
 func EnsureSecret(path string) error {
 	b, err := os.ReadFile(path)
 	switch {

@@ -187,7 +187,8 @@ func readState(dir string) (state, error) {
 }
 
 // WriteFileAtomic replaces path with data (mode perm) through a temporary
-// file and rename: no reader sees half a file. cmd/stack writes keys with it.
+// file and rename: no reader sees half a file. EnsureSecret writes keys
+// with it.
 func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {

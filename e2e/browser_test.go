@@ -1,10 +1,9 @@
-package main
+package e2e
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -22,7 +21,7 @@ import (
 
 	"shortener/internal/poll"
 	"shortener/internal/stack"
-	"shortener/internal/stack/stacktest"
+	"shortener/internal/topology"
 )
 
 // The browser test drives Debian's headless Chromium through the web pages
@@ -212,19 +211,15 @@ func destination(tb testing.TB) string {
 // loopback hosts: the test's destination server runs on this machine.
 func startBrowserStack(tb testing.TB) *stack.Stack {
 	tb.Helper()
-	stacktest.RequirePrograms(tb)
-	bin := shortenerBinary(tb)
-	return stacktest.StartWith(tb, func(ctx context.Context, dir string, log *slog.Logger) (*stack.Stack, error) {
-		cfg := stackConfig(dir, bin, false, true, log)
+	return startFullStack(tb, func(cfg *stack.Config) {
 		cfg.AppEnv = append(cfg.AppEnv, "SHORTENER_ALLOW_LOCAL_TARGETS=true")
-		return startStack(ctx, cfg)
 	})
 }
 
 // apiKey is the stack's API key (make up writes .stack/api-key).
 func apiKey(tb testing.TB, dir string) string {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, apiKeyFile))
+	b, err := os.ReadFile(filepath.Join(dir, topology.APIKeyFile))
 	if err != nil {
 		tb.Fatal(err)
 	}
