@@ -282,12 +282,12 @@ func TestComposeEndToEnd(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // load on the new master before the next fault: time passing, not a wait
 	if _, err := p.docker(ctx, "kill", p.container(ctx, "app1")); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("killed app1's container")
-	time.Sleep(5 * time.Second)
+	time.Sleep(5 * time.Second) // load on the one app left, then the count
 	res := l.stop()
 
 	t.Logf("load: %d redirects, %d failed; %d creates acknowledged, %d never acknowledged; latency p50 %s p99 %s max %s",
