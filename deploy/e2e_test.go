@@ -308,6 +308,7 @@ func TestComposeEndToEnd(t *testing.T) {
 	lost := 0
 	for code, u := range res.created {
 		var err error
+		// The client's retries, which decide lost or not: not a wait.
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(250 * time.Millisecond) {
 			var ans *answer
 			if ans, err = ask(ctx, client, p.base, code); err == nil && ans.status == http.StatusFound && ans.location == u {
@@ -526,6 +527,7 @@ func startLoad(ctx context.Context, client *http.Client, base string, links map[
 		// up to 30 s: an app killed mid-request must not lose or double it.
 		var code string
 		var err error
+		// The client's retries, paced as a client's: not a wait.
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 			if code, err = create(context.WithoutCancel(ctx), client, base, u, key); err == nil {
 				break
