@@ -21,6 +21,7 @@ import (
 
 	"shortener/internal/poll"
 	"shortener/internal/stack"
+	"shortener/internal/stack/stacktest"
 	"shortener/internal/topology"
 )
 
@@ -54,11 +55,7 @@ func chromiumPath(tb testing.TB) string {
 			return p
 		}
 	}
-	msg := "browser test needs Chromium: apt-get install chromium, or run `make test`"
-	if os.Getenv("SHORTENER_INTEGRATION") == "1" {
-		tb.Fatal(msg)
-	}
-	tb.Skip(msg)
+	stacktest.Unavailable(tb, "browser test needs Chromium: apt-get install chromium, or run `make test`")
 	return ""
 }
 

@@ -117,7 +117,7 @@ func RequirePrograms(tb testing.TB) {
 	if len(miss) == 0 {
 		return
 	}
-	unavailable(tb, fmt.Sprintf("integration test needs the stack's servers; install them or run `make test`: %v", stack.MissingError(miss)))
+	Unavailable(tb, fmt.Sprintf("integration test needs the stack's servers; install them or run `make test`: %v", stack.MissingError(miss)))
 }
 
 // RequireRoot skips the test unless it runs as root, as iptables (a
@@ -125,13 +125,13 @@ func RequirePrograms(tb testing.TB) {
 func RequireRoot(tb testing.TB) {
 	tb.Helper()
 	if os.Geteuid() != 0 {
-		unavailable(tb, "test needs root for iptables (stack partitions); run `make test` as root, as CI does")
+		Unavailable(tb, "test needs root for iptables (stack partitions); run `make test` as root, as CI does")
 	}
 }
 
-// unavailable fails the test under SHORTENER_INTEGRATION=1 and skips it
+// Unavailable fails the test under SHORTENER_INTEGRATION=1 and skips it
 // otherwise, with the same message.
-func unavailable(tb testing.TB, msg string) {
+func Unavailable(tb testing.TB, msg string) {
 	tb.Helper()
 	if os.Getenv("SHORTENER_INTEGRATION") == "1" {
 		tb.Fatal(msg)
