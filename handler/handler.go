@@ -148,8 +148,10 @@ type Handler struct {
 	e      *echo.Echo
 	// metrics count and time every request; nil without Deps.Registry.
 	metrics *httpMetrics
-	// reserved are the first path segments no alias may take.
+	// reserved are the path segments no alias may take; machine the
+	// routes whose errors are always JSON.
 	reserved []string
+	machine  map[string]bool
 	site     *site // the pages' templates and assets; nil without pages
 	agents   *agentCache
 	// proxies are the peers whose X-Real-IP and X-Click-Id are believed.
@@ -270,7 +272,7 @@ func New(cfg Config, d Deps) (*Handler, error) {
 	e.Use(h.frame)
 
 	rs := h.routes()
-	h.reserved = reservedSegments(rs)
+	h.reserved, h.machine = reservedSegments(rs), machinePaths(rs)
 	h.register(e, rs)
 	h.e = e
 	return h, nil

@@ -102,6 +102,20 @@ func (h *Handler) register(e *echo.Echo, rs []route) {
 	}
 }
 
+// machinePaths are the paths (Echo's syntax) of the routes answered to
+// programs, not people: the API's and the operational endpoints. Their
+// errors are JSON whatever the client accepts (htmlError); a redirect's
+// and a page's may be a page.
+func machinePaths(rs []route) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range rs {
+		if r.kind == kindAPI && r.op != opRedirect {
+			out[r.path] = true
+		}
+	}
+	return out
+}
+
 // notServed are first path segments nginx answers itself, or that
 // browsers ask every site for: no alias may take them either.
 var notServed = []string{"favicon.ico", "robots.txt"}

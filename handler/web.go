@@ -171,8 +171,9 @@ type pageError struct {
 // says so (Vary), so no cache hands a browser's page to an API client.
 func (h *Handler) htmlError(c echo.Context) bool {
 	r := c.Request()
-	p := r.URL.Path
-	if strings.HasPrefix(p, "/api/") || p == "/healthz" || p == "/readyz" || p == "/metrics" || p == "/openapi.json" {
+	// An unknown /api/ path takes the catch-all /{code} route: its
+	// prefix says it is the API's all the same.
+	if h.machine[c.Path()] || strings.HasPrefix(r.URL.Path, "/api/") {
 		return false
 	}
 	c.Response().Header().Add("Vary", "Accept")
