@@ -178,6 +178,23 @@ type Click struct {
 	// not requests. 0 when unknown. It is never journaled or stored, and
 	// means nothing outside the process that made it.
 	Client uint64
+	// Analyzed says Dims were derived (analytics on); a click without
+	// them is counted under "unknown" in every dimension.
+	Analyzed bool
+	Dims     ClickDims
+}
+
+// ClickDims are a click's analytics dimensions, as package analytics
+// derives and names them: the numbers here are its enumerations.
+type ClickDims struct {
+	Country [2]byte // ISO 3166-1 alpha-2, upper case; zeros when unknown
+	Browser uint8   // analytics.Browser
+	OS      uint8   // analytics.OS
+	Device  uint8   // analytics.Device
+	// Visitor is a keyed hash of the client's address and agent under the
+	// UTC day's key (the same on every instance, deleted two days after):
+	// the unique-visitor sketches count it. 0 when unknown.
+	Visitor uint64
 }
 
 // ClickRequest identifies one request as the proxy in front of the
@@ -243,6 +260,28 @@ const SegmentForgotten int64 = math.MaxInt64
 type ClickCount struct {
 	Start  time.Time
 	Clicks int64
+	// Visitors estimates the bucket's unique visitors (a HyperLogLog).
+	Visitors int64
+}
+
+// The analytics dimensions, as ClickStats.Dims and DimCount name them.
+const (
+	DimCountry = "country"
+	DimBrowser = "browser"
+	DimOS      = "os"
+	DimDevice  = "device"
+)
+
+// Dimensions lists them in the order the stats show them.
+var Dimensions = []string{DimCountry, DimBrowser, DimOS, DimDevice}
+
+// DimCount is one UTC day's clicks with one value of an analytics
+// dimension ("country", "US").
+type DimCount struct {
+	Day    time.Time
+	Dim    string
+	Value  string
+	Clicks int64
 }
 
 // ReferrerCount is the clicks that came from one referrer host ("" for
@@ -260,6 +299,17 @@ type ClickStats struct {
 	Referrers []ReferrerCount // most clicks first
 	Browsers  int64
 	Bots      int64
+	// Visitors estimates the range's unique visitors: a visitor is
+	// counted once per UTC day (its key changes daily), so over several
+	// days it is the sum of each day's uniques, not people.
+	Visitors int64
+	// Dims counts the range's clicks (by whole UTC days) by each analytics
+	// dimension's values: "country" → "US" → n, and "browser", "os",
+	// "device". Each dimension's values sum to the clicks of those days.
+	Dims map[string]map[string]int64
+	// DayDims are the same counts day by day (for the CSV export), by
+	// day, dimension and value.
+	DayDims []DimCount
 	// AsOf is how far the counts are complete: every click journaled
 	// before it, on every instance shipping recently, is counted.
 	AsOf time.Time

@@ -575,11 +575,22 @@ func TestRecordRoundTrip(t *testing.T) {
 		{LinkID: -5, Code: long, At: at, Referrer: long},
 		{LinkID: 7, Code: "req", At: at, Referrer: "t.co", Request: shortener.ClickRequest{ID: [16]byte{1, 2, 3, 15: 0xff}, At: at.UnixMilli() - 3}},
 		{LinkID: 7, Code: "req", At: at, Request: shortener.ClickRequest{ID: [16]byte{15: 1}, At: 1}},
+		{LinkID: 8, Code: "dims", At: at, Referrer: "t.co", Analyzed: true,
+			Dims: shortener.ClickDims{Country: [2]byte{'D', 'E'}, Browser: 2, OS: 3, Device: 1, Visitor: 1<<63 | 5}},
+		{LinkID: 8, Code: "dims", At: at, Analyzed: true, Request: shortener.ClickRequest{ID: [16]byte{7: 9}, At: at.UnixMilli()},
+			Dims: shortener.ClickDims{Device: 3}},
+		{LinkID: 8, Code: long, At: at, Referrer: long, Analyzed: true, Request: shortener.ClickRequest{ID: [16]byte{0: 1}, At: 1 << 60},
+			Dims: shortener.ClickDims{Country: [2]byte{'Z', 'Z'}, Browser: 255, OS: 255, Device: 255, Visitor: 1<<64 - 1}},
 	} {
 		b := appendRecord(nil, c)
 		// Clicks without a request keep version 1, the only version
-		// journals written before requests existed hold.
-		if wantV := map[bool]byte{false: recordVersion, true: recordVersionRequest}[c.Request.Known()]; b[recordHeader] != wantV {
+		// journals written before requests existed hold; version 3 is
+		// only for analyzed clicks.
+		wantV := map[bool]byte{false: recordVersion, true: recordVersionRequest}[c.Request.Known()]
+		if c.Analyzed {
+			wantV = recordVersionDims
+		}
+		if b[recordHeader] != wantV {
 			t.Errorf("record of %+v has version %d, want %d", c, b[recordHeader], wantV)
 		}
 		sc := parse(nil, nil, b, 0, true, 10)
@@ -589,7 +600,8 @@ func TestRecordRoundTrip(t *testing.T) {
 		got := sc.clicks[0]
 		want := c
 		want.Code, want.Referrer = clip(c.Code), clip(c.Referrer)
-		if !got.At.Equal(want.At) || got.LinkID != want.LinkID || got.Code != want.Code || got.Referrer != want.Referrer || got.Agent != want.Agent || got.Request != want.Request {
+		if !got.At.Equal(want.At) || got.LinkID != want.LinkID || got.Code != want.Code || got.Referrer != want.Referrer || got.Agent != want.Agent ||
+			got.Request != want.Request || got.Analyzed != want.Analyzed || got.Dims != want.Dims {
 			t.Errorf("got %+v, want %+v", got, want)
 		}
 	}

@@ -4,8 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
-	"shortener"
 	"time"
+
+	"shortener"
 )
 
 // A segment file starts with a header naming the journal and the node
@@ -23,6 +24,14 @@ import (
 // ms, varint). A click without one is still written as version 1, so
 // journals written before version 2 existed read the same.
 //
+// A click with analytics dimensions (Click.Analyzed) is version 3: the
+// version-1 fields, a flags byte (flagRequest: the request follows, as in
+// version 2), the request if flagged, then the dimensions: country (2
+// ASCII bytes, zeros when unknown), browser, OS and device (1 byte each,
+// package analytics' numbering) and the visitor hash (8 bytes, big
+// endian). Version 3 is written only for analyzed clicks, so a journal
+// without analytics reads as it always did.
+//
 // The magic byte and the checksum let a reader tell a torn or corrupt
 // record from a good one and find the next good one after it.
 const (
@@ -31,9 +40,15 @@ const (
 	recordVersion = 1
 	// recordVersionRequest is a record that names its request.
 	recordVersionRequest = 2
+	// recordVersionDims is a record with analytics dimensions (and flags).
+	recordVersionDims = 3
+	flagRequest       = 1 << 0
+	// dimsSize is the dimensions' bytes: country 2, browser, OS, device,
+	// visitor 8.
+	dimsSize = 2 + 3 + 8
 	// maxPayload bounds a payload: code and referrer are clipped to 255
 	// bytes each, so anything longer is corruption.
-	maxPayload = 2*maxField + 32 + 16 + binary.MaxVarintLen64
+	maxPayload = 2*maxField + 32 + 16 + binary.MaxVarintLen64 + 1 + dimsSize
 	maxField   = 255
 )
 
@@ -55,9 +70,12 @@ func appendRecord(buf []byte, c shortener.Click) []byte {
 	code, ref := clip(c.Code), clip(c.Referrer)
 	start := len(buf)
 	buf = append(buf, recordMagic, 0, 0, 0, 0, 0, 0)
-	if c.Request.Known() {
+	switch {
+	case c.Analyzed:
+		buf = append(buf, recordVersionDims)
+	case c.Request.Known():
 		buf = append(buf, recordVersionRequest)
-	} else {
+	default:
 		buf = append(buf, recordVersion)
 	}
 	buf = binary.AppendVarint(buf, c.LinkID)
@@ -66,9 +84,21 @@ func appendRecord(buf []byte, c shortener.Click) []byte {
 	buf = append(buf, code...)
 	buf = append(buf, byte(len(ref)))
 	buf = append(buf, ref...)
+	if c.Analyzed {
+		var flags byte
+		if c.Request.Known() {
+			flags |= flagRequest
+		}
+		buf = append(buf, flags)
+	}
 	if c.Request.Known() {
 		buf = append(buf, c.Request.ID[:]...)
 		buf = binary.AppendVarint(buf, c.Request.At)
+	}
+	if c.Analyzed {
+		d := c.Dims
+		buf = append(buf, d.Country[0], d.Country[1], d.Browser, d.OS, d.Device)
+		buf = binary.BigEndian.AppendUint64(buf, d.Visitor)
 	}
 	payload := buf[start+recordHeader:]
 	binary.BigEndian.PutUint16(buf[start+1:], uint16(len(payload)))
@@ -99,7 +129,7 @@ func (in interner) of(b []byte) string {
 
 // decodePayload decodes a record's payload.
 func decodePayload(p []byte, in interner) (shortener.Click, error) {
-	if len(p) < 1 || p[0] != recordVersion && p[0] != recordVersionRequest {
+	if len(p) < 1 || p[0] < recordVersion || p[0] > recordVersionDims {
 		return shortener.Click{}, errBadPayload
 	}
 	version := p[0]
@@ -137,7 +167,15 @@ func decodePayload(p []byte, in interner) (shortener.Click, error) {
 		Agent:    shortener.Agent(agent),
 	}
 	p = p[refLen:]
-	if version == recordVersionRequest {
+	hasRequest := version == recordVersionRequest
+	if version == recordVersionDims {
+		if len(p) < 1 || p[0]&^flagRequest != 0 {
+			return shortener.Click{}, errBadPayload
+		}
+		hasRequest = p[0]&flagRequest != 0
+		p = p[1:]
+	}
+	if hasRequest {
 		if len(p) < len(c.Request.ID)+1 {
 			return shortener.Click{}, errBadPayload
 		}
@@ -149,6 +187,18 @@ func decodePayload(p []byte, in interner) (shortener.Click, error) {
 		}
 		c.Request.At = at
 		p = p[n:]
+	}
+	if version == recordVersionDims {
+		if len(p) < dimsSize {
+			return shortener.Click{}, errBadPayload
+		}
+		c.Analyzed = true
+		c.Dims = shortener.ClickDims{
+			Country: [2]byte{p[0], p[1]},
+			Browser: p[2], OS: p[3], Device: p[4],
+			Visitor: binary.BigEndian.Uint64(p[5:]),
+		}
+		p = p[dimsSize:]
 	}
 	if len(p) != 0 {
 		return shortener.Click{}, errBadPayload

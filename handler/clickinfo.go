@@ -5,9 +5,13 @@ import (
 	"context"
 	"encoding/hex"
 	"hash/maphash"
-	"shortener"
+	"net/netip"
 	"strings"
 	"sync/atomic"
+	"time"
+
+	"shortener"
+	"shortener/analytics"
 )
 
 // Recorder journals the clicks redirects produce. Record returns once the
@@ -16,6 +20,12 @@ import (
 // cannot keep is dropped and counted by the Recorder.
 type Recorder interface {
 	Record(c shortener.Click)
+}
+
+// Analyzer derives a click's analytics dimensions (analytics.Enricher):
+// never on the network, never failing, cheap for an agent seen before.
+type Analyzer interface {
+	Enrich(addr netip.Addr, userAgent string, bot bool, at time.Time) analytics.Dims
 }
 
 // Visits grants the visits of links with a maximum (visits.Limiter):

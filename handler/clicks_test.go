@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"shortener"
+	"shortener/analytics"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -136,9 +139,115 @@ func (f *fakeStats) ClickStats(_ context.Context, link int64, from, to time.Time
 	f.link, f.from, f.to, f.daily = link, from, to, daily
 	return shortener.ClickStats{
 		Total: 5, Browsers: 4, Bots: 1, AsOf: now.Add(-time.Second),
-		Series:    []shortener.ClickCount{{Start: from, Clicks: 5}},
+		Series:    []shortener.ClickCount{{Start: from, Clicks: 5, Visitors: 4}},
 		Referrers: []shortener.ReferrerCount{{Host: "t.co", Clicks: 3}, {Host: "", Clicks: 2}},
+		Visitors:  4,
+		Dims: map[string]map[string]int64{
+			shortener.DimCountry: {"US": 3, "DE": 1, "ZZ": 1}, shortener.DimBrowser: {"chrome": 4, "unknown": 1},
+			shortener.DimOS: {"windows": 2, "ios": 2, "unknown": 1}, shortener.DimDevice: {"desktop": 2, "mobile": 2, "bot": 1},
+		},
+		DayDims: []shortener.DimCount{{Day: from.Truncate(24 * time.Hour), Dim: shortener.DimCountry, Value: "US", Clicks: 3}},
 	}, nil
+}
+
+// TestStatsAnalytics: the stats carry unique visitors and each
+// dimension's counts, and ?format=csv gives the series and the
+// dimensions by day as CSV; another format is refused.
+func TestStatsAnalytics(t *testing.T) {
+	f := newFakeLinks()
+	f.links["abc"] = shortener.Link{ID: 7, Code: "abc", URL: "https://a.example/", Redirect: 302, Owner: HashKey("k3y")}
+	h := newTestHandler(f)
+	h.d.Stats = &fakeStats{}
+	key := []string{"X-Api-Key", "k3y"}
+	rec := do(h, "GET", "/api/v1/links/abc/stats?interval=day&from=2026-12-03&to=2026-12-04", "", key...)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("got %d %s", rec.Code, rec.Body)
+	}
+	var body statsResponse
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.UniqueVisitors != 4 || body.Countries["US"] != 3 || body.Browsers["chrome"] != 4 || body.OS["ios"] != 2 ||
+		body.Devices["bot"] != 1 || len(body.Series) != 1 || body.Series[0].Visitors != 4 {
+		t.Errorf("body %+v", body)
+	}
+
+	rec = do(h, "GET", "/api/v1/links/abc/stats?interval=day&from=2026-12-03&to=2026-12-04&format=csv", "", key...)
+	if rec.Code != http.StatusOK || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/csv") {
+		t.Fatalf("csv: got %d %q", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	want := "start,dimension,value,clicks,visitors\n" +
+		"2026-12-03T00:00:00Z,total,,5,4\n" +
+		"2026-12-03T00:00:00Z,country,US,3,\n"
+	if got := rec.Body.String(); got != want {
+		t.Errorf("csv:\n%s\nwant:\n%s", got, want)
+	}
+	if rec := do(h, "GET", "/api/v1/links/abc/stats?format=xml", "", key...); rec.Code != 400 || errCode(t, rec) != CodeInvalidRequest {
+		t.Errorf("format=xml: got %d, want 400 invalid_request", rec.Code)
+	}
+}
+
+// fakeAnalyzer derives fixed dimensions and remembers what it was asked.
+type fakeAnalyzer struct {
+	addr netip.Addr
+	ua   string
+	bot  bool
+}
+
+func (f *fakeAnalyzer) Enrich(addr netip.Addr, ua string, bot bool, _ time.Time) analytics.Dims {
+	f.addr, f.ua, f.bot = addr, ua, bot
+	return analytics.Dims{Country: analytics.Country{'D', 'E'}, Agent: analytics.Agent{Browser: analytics.BrowserFirefox, OS: analytics.OSLinux},
+		Visitor: 99}
+}
+
+// TestClickDims: with an Analyzer, a click carries the dimensions it
+// derives from the client's address (the proxy's X-Real-IP, IPv6 and
+// IPv4-mapped included) and agent, with the bot verdict; without one,
+// none.
+func TestClickDims(t *testing.T) {
+	f := newFakeLinks()
+	f.links["abc"] = shortener.Link{ID: 7, Code: "abc", URL: "https://a.example/", Redirect: 302}
+	h := newTestHandler(f)
+	log := &clickLog{}
+	h.d.Clicks = log
+	an := &fakeAnalyzer{}
+	h.d.Analytics = an
+	ua := "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"
+	do(h, "GET", "/abc", "", "User-Agent", ua)
+	if len(log.clicks) != 1 {
+		t.Fatalf("recorded %d clicks", len(log.clicks))
+	}
+	c := log.clicks[0]
+	want := shortener.ClickDims{Country: [2]byte{'D', 'E'}, Browser: uint8(analytics.BrowserFirefox), OS: uint8(analytics.OSLinux), Visitor: 99}
+	if !c.Analyzed || c.Dims != want {
+		t.Errorf("click %+v, want analyzed with %+v", c, want)
+	}
+	if an.ua != ua || an.bot || !an.addr.IsValid() {
+		t.Errorf("asked addr %v ua %q bot %v", an.addr, an.ua, an.bot)
+	}
+	do(h, "GET", "/abc", "", "User-Agent", "curl/8.5.0")
+	if !an.bot {
+		t.Errorf("curl: the analyzer was not told it is a bot")
+	}
+	for _, tc := range []struct{ remote, want string }{
+		{"[2001:db8::1]:4321", "2001:db8::1"},
+		{"[::ffff:192.0.2.7]:4321", "192.0.2.7"},
+		{"192.0.2.8:4321", "192.0.2.8"},
+	} {
+		req := httptest.NewRequest("GET", "/abc", nil)
+		req.RemoteAddr = tc.remote
+		h.ServeHTTP(httptest.NewRecorder(), req)
+		if an.addr.String() != tc.want {
+			t.Errorf("peer %s: analyzed address %v, want %s", tc.remote, an.addr, tc.want)
+		}
+	}
+
+	h.d.Analytics = nil
+	log.clicks = nil
+	do(h, "GET", "/abc", "")
+	if len(log.clicks) != 1 || log.clicks[0].Analyzed {
+		t.Errorf("without an analyzer: %+v, want one click without dimensions", log.clicks)
+	}
 }
 
 func TestStats(t *testing.T) {

@@ -134,6 +134,7 @@ type Deps struct {
 	Registry    prometheus.Registerer // takes the HTTP metrics; nil: none
 	Trending    Trender               // GET /api/v1/trending; nil: 404
 	Visits      Visits                // counts visits of links with a maximum; nil: no maximum enforced
+	Analytics   Analyzer              // a click's country, browser, OS, device and visitor; nil: clicks carry none
 	Limiter     Limiter               // shared create limits; nil: per instance
 	Log         *slog.Logger
 	Now         func() time.Time
@@ -431,12 +432,16 @@ func (h *Handler) follow(c echo.Context, l shortener.Link, now time.Time) error 
 	if h.d.Clicks != nil && c.Request().Method != http.MethodHead {
 		r := c.Request()
 		viaProxy := h.proxies.trusts(r) // the peer parsed once per click
+		agent := h.agents.class(r.Header.Get("User-Agent"))
+		dims, analyzed := h.dimsOf(r, viaProxy, agent == shortener.AgentBot, now)
 		h.d.Clicks.Record(shortener.Click{
 			LinkID: l.ID, Code: l.Code, At: now.UTC(),
 			Referrer: referrerHost(r.Header.Get("Referer")),
-			Agent:    h.agents.class(r.Header.Get("User-Agent")),
+			Agent:    agent,
 			Request:  h.clickRequest(r, viaProxy),
 			Client:   h.clientOf(r, viaProxy),
+			Analyzed: analyzed,
+			Dims:     dims,
 		})
 	}
 	hd[echo.HeaderLocation] = []string{l.URL} // canonical already: Set would canonicalize it again
@@ -471,19 +476,42 @@ func (h *Handler) clickRequest(r *http.Request, viaProxy bool) shortener.ClickRe
 	return clickRequest(vs)
 }
 
+// clientAddr is the client's address: the proxy's X-Real-IP when the
+// peer is a trusted proxy, else the peer's, without its port.
+func clientAddr(r *http.Request, viaProxy bool) string {
+	if viaProxy {
+		if ip := r.Header.Get("X-Real-IP"); ip != "" {
+			return ip
+		}
+	}
+	addr := r.RemoteAddr
+	if i := strings.LastIndexByte(addr, ':'); i > 0 {
+		addr = addr[:i]
+	}
+	return addr
+}
+
+// dimsOf derives a click's analytics dimensions from the client's address
+// and agent (bot is the agent's class): false when analytics are off.
+func (h *Handler) dimsOf(r *http.Request, viaProxy, bot bool, at time.Time) (shortener.ClickDims, bool) {
+	if h.d.Analytics == nil {
+		return shortener.ClickDims{}, false
+	}
+	ip := clientAddr(r, viaProxy)
+	if len(ip) > 1 && ip[0] == '[' && ip[len(ip)-1] == ']' { // an IPv6 peer
+		ip = ip[1 : len(ip)-1]
+	}
+	addr, _ := netip.ParseAddr(ip) // invalid: the zero Addr, an unknown country
+	d := h.d.Analytics.Enrich(addr.Unmap(), r.Header.Get("User-Agent"), bot, at)
+	return shortener.ClickDims{Country: d.Country, Browser: uint8(d.Agent.Browser), OS: uint8(d.Agent.OS),
+		Device: uint8(d.Agent.Device), Visitor: d.Visitor}, true
+}
+
 // clientOf is the click's Client: a hash of the client's address (the
 // proxy's X-Real-IP when the peer is a trusted proxy) and its agent,
 // under this process's random seed. Never 0.
 func (h *Handler) clientOf(r *http.Request, viaProxy bool) uint64 {
-	addr := r.RemoteAddr // the peer, its port left out below
-	if i := strings.LastIndexByte(addr, ':'); i > 0 {
-		addr = addr[:i]
-	}
-	if viaProxy {
-		if ip := r.Header.Get("X-Real-IP"); ip != "" {
-			addr = ip
-		}
-	}
+	addr := clientAddr(r, viaProxy)
 	var m maphash.Hash // on the stack: no allocation per redirect
 	m.SetSeed(h.clientSeed)
 	m.WriteString(addr)

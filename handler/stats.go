@@ -2,8 +2,11 @@ package handler
 
 import (
 	"context"
+	"encoding/csv"
+	"fmt"
 	"net/http"
 	"shortener"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -33,12 +36,21 @@ type statsResponse struct {
 	Series    []statsBucket   `json:"series"`
 	Referrers []statsReferrer `json:"referrers"`
 	Agents    statsAgents     `json:"agents"`
-	AsOf      time.Time       `json:"as_of"`
+	// The analytics (docs/analytics.md): unique visitors over the range
+	// (once per UTC day each), and each dimension's counts over the
+	// range's whole UTC days.
+	UniqueVisitors int64            `json:"unique_visitors"`
+	Countries      map[string]int64 `json:"countries"`
+	Browsers       map[string]int64 `json:"browsers"`
+	OS             map[string]int64 `json:"os"`
+	Devices        map[string]int64 `json:"devices"`
+	AsOf           time.Time        `json:"as_of"`
 }
 
 type statsBucket struct {
-	Start  time.Time `json:"start"`
-	Clicks int64     `json:"clicks"`
+	Start    time.Time `json:"start"`
+	Clicks   int64     `json:"clicks"`
+	Visitors int64     `json:"visitors"`
 }
 
 type statsReferrer struct {
@@ -60,6 +72,14 @@ func (h *Handler) stats(c echo.Context) error {
 		return shortener.ErrUnavailable
 	}
 	q := c.QueryParams()
+	csvOut := false
+	switch q.Get("format") {
+	case "", "json":
+	case "csv":
+		csvOut = true
+	default:
+		return &Error{Code: CodeInvalidRequest, Field: "format", Message: "format must be json or csv"}
+	}
 	daily := true
 	step := 24 * time.Hour
 	switch q.Get("interval") {
@@ -111,17 +131,61 @@ func (h *Handler) stats(c echo.Context) error {
 		Referrers: make([]statsReferrer, 0, len(st.Referrers)),
 		Agents:    statsAgents{Browser: st.Browsers, Bot: st.Bots},
 		AsOf:      st.AsOf.UTC(),
+
+		UniqueVisitors: st.Visitors,
+		Countries:      nonNil(st.Dims[shortener.DimCountry]),
+		Browsers:       nonNil(st.Dims[shortener.DimBrowser]),
+		OS:             nonNil(st.Dims[shortener.DimOS]),
+		Devices:        nonNil(st.Dims[shortener.DimDevice]),
 	}
 	if !daily {
 		resp.Interval = "hour"
 	}
 	for _, b := range st.Series {
-		resp.Series = append(resp.Series, statsBucket{Start: b.Start.UTC(), Clicks: b.Clicks})
+		resp.Series = append(resp.Series, statsBucket{Start: b.Start.UTC(), Clicks: b.Clicks, Visitors: b.Visitors})
 	}
 	for _, r := range st.Referrers {
 		resp.Referrers = append(resp.Referrers, statsReferrer{Host: r.Host, Clicks: r.Clicks})
 	}
+	if csvOut {
+		return statsCSV(c, resp, st.DayDims)
+	}
 	return c.JSON(http.StatusOK, resp)
+}
+
+// nonNil is m, or an empty map (so the JSON says {} rather than null).
+func nonNil(m map[string]int64) map[string]int64 {
+	if m == nil {
+		return map[string]int64{}
+	}
+	return m
+}
+
+// statsCSV writes the stats as CSV, one count per row, so a spreadsheet
+// pivots it as it likes:
+//
+//	start,dimension,value,clicks,visitors
+//	2026-12-03T00:00:00Z,total,,1234,987
+//	2026-12-03T00:00:00Z,country,US,700,
+//
+// a "total" row per bucket of the series (clicks and unique visitors),
+// then a row per UTC day, dimension and value (dimensions are counted by
+// day, whatever the interval).
+func statsCSV(c echo.Context, resp statsResponse, days []shortener.DimCount) error {
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	h.Set(echo.HeaderContentDisposition, fmt.Sprintf(`attachment; filename="%s-stats.csv"`, resp.Code))
+	c.Response().WriteHeader(http.StatusOK)
+	w := csv.NewWriter(c.Response())
+	_ = w.Write([]string{"start", "dimension", "value", "clicks", "visitors"})
+	for _, b := range resp.Series {
+		_ = w.Write([]string{b.Start.Format(time.RFC3339), "total", "", strconv.FormatInt(b.Clicks, 10), strconv.FormatInt(b.Visitors, 10)})
+	}
+	for _, d := range days {
+		_ = w.Write([]string{d.Day.Format(time.RFC3339), d.Dim, d.Value, strconv.FormatInt(d.Clicks, 10), ""})
+	}
+	w.Flush()
+	return w.Error()
 }
 
 // parseStatsTime reads a from or to parameter: RFC 3339, or a date

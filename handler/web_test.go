@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"shortener"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -480,6 +481,31 @@ func TestPagesShowClicks(t *testing.T) {
 				t.Errorf("interval %q: stats page lacks %q", tc.interval, want)
 			}
 		}
+		// The analytics: unique visitors, and each dimension's table
+		// (most clicks first, shares of the dimension's sum).
+		if got := textOf(byID(doc, "visitors")); got != "4" {
+			t.Errorf("interval %q: visitors %q, want 4", tc.interval, got)
+		}
+		for id, want := range map[string]string{
+			"dim-country": "US360%", "dim-browser": "chrome480%", "dim-os": "ios240%", "dim-device": "desktop240%",
+		} {
+			if got := strings.Join(strings.Fields(textOf(byID(doc, id))), ""); !strings.Contains(got, want) {
+				t.Errorf("interval %q: %s reads %q, want it to hold %q", tc.interval, id, got, want)
+			}
+		}
+	}
+}
+
+// TestTopShares: a dimension's table is its values by clicks (ties by
+// name), at most n and the rest summed, as shares of the whole.
+func TestTopShares(t *testing.T) {
+	got := topShares(map[string]int64{"a": 1, "b": 5, "c": 1, "d": 3}, 2)
+	want := []share{{"b", 5, 50}, {"d", 3, 30}, {"other values", 2, 20}}
+	if !slices.Equal(got, want) {
+		t.Errorf("topShares = %v, want %v", got, want)
+	}
+	if got := topShares(nil, 3); len(got) != 0 {
+		t.Errorf("topShares(nil) = %v", got)
 	}
 }
 

@@ -166,7 +166,15 @@ type statsView struct {
 	Series    []point
 	Referrers []share
 	Agents    []share
+	Visitors  int64
+	Dims      []dimView
 	AsOf      time.Time
+}
+
+// dimView is one analytics dimension's table on the stats page.
+type dimView struct {
+	ID, Title, Column string
+	Rows              []share
 }
 
 // point is one bar of the clicks chart.

@@ -1,7 +1,9 @@
 package handler
 
 import (
+	"cmp"
 	"shortener"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -45,7 +47,41 @@ func (h *Handler) linkStats(c echo.Context, l shortener.Link, interval string) (
 		{Name: "Browsers", Clicks: st.Browsers, Percent: percent(st.Browsers, st.Browsers+st.Bots)},
 		{Name: "Bots", Clicks: st.Bots, Percent: percent(st.Bots, st.Browsers+st.Bots)},
 	}
+	v.Visitors = st.Visitors
+	for _, d := range []struct{ id, title, column string }{
+		{shortener.DimCountry, "Countries", "Country"}, {shortener.DimDevice, "Devices", "Device"},
+		{shortener.DimBrowser, "Browsers", "Browser"}, {shortener.DimOS, "Operating systems", "OS"},
+	} {
+		v.Dims = append(v.Dims, dimView{ID: d.id, Title: d.title, Column: d.column, Rows: topShares(st.Dims[d.id], dimRows)})
+	}
 	return v, ""
+}
+
+// dimRows bounds a dimension's table on the stats page; the rest are
+// summed into "other values".
+const dimRows = 10
+
+// topShares is counts as shares of their sum, most clicks first (ties by
+// name), the top n and then the rest summed in one row.
+func topShares(counts map[string]int64, n int) []share {
+	var total int64
+	rows := make([]share, 0, len(counts))
+	for name, c := range counts {
+		total += c
+		rows = append(rows, share{Name: name, Clicks: c})
+	}
+	slices.SortFunc(rows, func(a, b share) int { return cmp.Or(cmp.Compare(b.Clicks, a.Clicks), cmp.Compare(a.Name, b.Name)) })
+	if len(rows) > n {
+		rest := share{Name: "other values"}
+		for _, r := range rows[n:] {
+			rest.Clicks += r.Clicks
+		}
+		rows = append(rows[:n], rest)
+	}
+	for i := range rows {
+		rows[i].Percent = percent(rows[i].Clicks, total)
+	}
+	return rows
 }
 
 // percent is part of whole in whole percent, 0 when whole is 0.

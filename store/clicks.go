@@ -119,6 +119,7 @@ func (s *Store) ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied
 	}
 	hours := map[hourKey][2]int64{}
 	refs := map[refKey]int64{}
+	dims := newClickAnalytics()
 	for _, c := range b.Clicks {
 		if c.Request.Known() && !reqs.first(c.Request) {
 			dups++
@@ -142,11 +143,15 @@ func (s *Store) ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied
 		}
 		hours[hk] = v
 		refs[refKey{c.LinkID, time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC), c.Referrer}]++
+		dims.add(c.LinkID, c, at)
 	}
 	if err := upsertHours(ctx, tx, hours); err != nil {
 		return fail(err)
 	}
 	if err := upsertReferrers(ctx, tx, refs); err != nil {
+		return fail(err)
+	}
+	if err := dims.write(ctx, tx); err != nil {
 		return fail(err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO click_segments (journal_id, segment, node_id, shipped_to, updated_at)
@@ -522,6 +527,9 @@ func (s *Store) ClickStats(ctx context.Context, linkID int64, from, to time.Time
 		st.Referrers = append(st.Referrers, r)
 	}
 	if err := refRows.Err(); err != nil {
+		return fail(err)
+	}
+	if err := dimStats(ctx, s.db, linkID, dayFrom, dayTo, from, to, step, &st); err != nil {
 		return fail(err)
 	}
 

@@ -28,6 +28,8 @@ func (e *env) servers(target string) []int {
 		roots = append(roots, e.capacity.pids()...)
 	case targetCountingOff:
 		roots = append(roots, e.countingOff.pids()...)
+	case targetAnalyticsOff:
+		roots = append(roots, e.analyticsOff.pids()...)
 	}
 	return withChildren(e.proc, roots)
 }

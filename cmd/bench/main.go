@@ -119,11 +119,12 @@ type env struct {
 	// minimalPids are the servers.
 	minimalNginxPid int
 	minimalPids     []int
-	// capacity and countingOff are the bench's own pairs of apps
-	// behind an nginx each: counting on and off (see capacity).
-	capacity, countingOff *capacity
-	rep                   *report
-	out                   io.Writer
+	// capacity, countingOff and analyticsOff are the bench's own pairs
+	// of apps behind an nginx each: counting on (analytics on), counting
+	// off, counting on with analytics off (see capacity).
+	capacity, countingOff, analyticsOff *capacity
+	rep                                 *report
+	out                                 io.Writer
 }
 
 func (e *env) logf(format string, args ...any) { fmt.Fprintf(e.out, format+"\n", args...) }
@@ -222,6 +223,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer off.close()
+	anOff, err := startCapacity(ctx, proc, s.Apps()[0], filepath.Join(work, "analytics-off"), "anoff", "SHORTENER_ANALYTICS=false")
+	if err != nil {
+		return err
+	}
+	defer anOff.close()
 
 	rep := &report{Started: started, Machine: describeMachine(ctx, proc), Settings: map[string]string{
 		"rounds": strconv.Itoa(o.rounds), "run length": o.duration.String(),
@@ -233,11 +239,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	e := &env{
 		stack: s, store: st, redis: tier, wrk: w, proc: proc, apiKey: strings.TrimSpace(string(key)),
 		runID: started.UTC().Format("20060102T150405"), links: o.links, settle: o.settle, rep: rep, out: stdout,
-		minimalNginxPid: m.proxy.pid(), minimalPids: m.pids(), capacity: capa, countingOff: off,
+		minimalNginxPid: m.proxy.pid(), minimalPids: m.pids(), capacity: capa, countingOff: off, analyticsOff: anOff,
 		targets: map[string]string{
 			targetNginx: s.BaseURL(), targetApp: "http://" + s.Apps()[0].Addr(),
 			targetMinimalNginx: m.url(), targetMinimal: m.directURL(), targetCapacity: capa.proxy.url(),
-			targetCountingOff: off.proxy.url(),
+			targetCountingOff: off.proxy.url(), targetAnalyticsOff: anOff.proxy.url(),
 		},
 	}
 	e.logf("bench: load1 %.1f at start; %d round(s) of %s runs", rep.Machine.Load1Start, o.rounds, o.duration)
@@ -258,7 +264,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	selected := selectRows(rows(o.hot, o.links), o.only)
 	// A warm-up, not recorded: the hot links into L1, connections opened.
-	for _, t := range []string{targetNginx, targetMinimalNginx, targetCapacity, targetCountingOff} {
+	for _, t := range []string{targetNginx, targetMinimalNginx, targetCapacity, targetCountingOff, targetAnalyticsOff} {
 		if _, err := w.run(ctx, e.targets[t], rowWarmUpTime, "get", e.codes[codesHot], "0"); err != nil {
 			return err
 		}

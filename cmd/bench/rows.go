@@ -56,6 +56,7 @@ const (
 	targetMinimal      = "minimal"       // one minimal server, directly
 	targetCapacity     = "capacity"      // the bench's nginx and two apps, create limits off
 	targetCountingOff  = "counting-off"  // the same with click counting off
+	targetAnalyticsOff = "analytics-off" // the same with counting on, analytics off
 )
 
 // Lists of codes (written at start, see codeLists).
@@ -78,6 +79,10 @@ func rows(hot, links int) []row {
 			what: "the same through the bench's nginx to its two apps (see capacity.go), click counting on; CPU includes MySQL and Redis until the clicks are shipped"},
 		{name: "clicks/nginx/off", target: targetCountingOff, codes: codesHot, wholeCost: true,
 			what: "the same to a second such pair with click counting off (SHORTENER_CLICKS=false): what counting costs; CPU as the row above's"},
+		{name: "analytics/nginx/on", target: targetCapacity, codes: codesHot, wholeCost: true,
+			what: "the clicks/nginx/on row again, next to its ratio's other row: click counting with analytics (country, agent, visitor) on"},
+		{name: "analytics/nginx/off", target: targetAnalyticsOff, codes: codesHot, wholeCost: true,
+			what: "the same to a third pair with analytics off (SHORTENER_ANALYTICS=false), counting on: what the analytics cost; CPU as the row above's"},
 		{name: "redirect/direct/app", target: targetApp, codes: codesHot,
 			what: "the same straight to app1"},
 		{name: "redirect/direct/minimal", target: targetMinimal, codes: codesHot,
@@ -103,6 +108,7 @@ func ratios() []ratio {
 	return []ratio{
 		{name: "redirects through nginx, app / minimal", num: "redirect/nginx/app", den: "redirect/nginx/minimal", min: 0.85},
 		{name: "redirects through nginx, counting on / off", num: "clicks/nginx/on", den: "clicks/nginx/off", min: 0.9},
+		{name: "redirects through nginx, analytics on / off", num: "analytics/nginx/on", den: "analytics/nginx/off", min: 0.95},
 		{name: "redirects direct, app / minimal", num: "redirect/direct/app", den: "redirect/direct/minimal", min: 0.9},
 	}
 }
@@ -222,7 +228,7 @@ func (e *env) appAddrs() []string {
 	for _, a := range e.stack.Apps() {
 		addrs = append(addrs, a.Addr())
 	}
-	return append(append(addrs, e.capacity.addrs...), e.countingOff.addrs...)
+	return append(append(append(addrs, e.capacity.addrs...), e.countingOff.addrs...), e.analyticsOff.addrs...)
 }
 
 // quiesceMax bounds quiesce's wait.
@@ -242,7 +248,7 @@ func (e *env) waitIdle(ctx context.Context) error {
 		roots = append(roots, p.Pid())
 	}
 	roots = append(append(roots, e.minimalNginxPid), e.minimalPids...)
-	roots = append(append(roots, e.capacity.pids()...), e.countingOff.pids()...)
+	roots = append(append(append(roots, e.capacity.pids()...), e.countingOff.pids()...), e.analyticsOff.pids()...)
 	pids := withChildren(e.proc, roots)
 	start := time.Now()
 	for {

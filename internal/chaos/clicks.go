@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"shortener"
 	"shortener/internal/stack"
 )
 
@@ -33,17 +34,51 @@ func (Clicks) Open(ctx context.Context, env *Env) (Settle, error) {
 	if err != nil {
 		return nil, err
 	}
+	dimsBefore, err := storedDims(ctx, env.DB, env.Links)
+	if err != nil {
+		return nil, err
+	}
 	return func(ctx context.Context, run *Run) (Entry, error) {
 		drainErr := waitShipped(ctx, env.DB, time.Now())
 		after, err := storedClicks(ctx, env.DB, env.Links)
 		if err != nil {
 			return Entry{Account: "clicks"}, err
 		}
+		dimsAfter, err := storedDims(ctx, env.DB, env.Links)
+		if err != nil {
+			return Entry{Account: "clicks"}, err
+		}
 		served, unknown := received(run.Results, len(env.Links))
 		e, tally := checkClicks(env.Links, served, unknown, before, after, drainErr)
+		e.Checks = append(e.Checks, checkDims(env.Links, before, after, dimsBefore, dimsAfter))
 		run.Clicks = &tally
 		return e, nil
 	}, nil
+}
+
+// checkDims checks the analytics dimensions against the counts: per code,
+// each dimension's values (countries, browsers, OSes, devices) sum to the
+// clicks stored in the run, so none is dropped or counted twice by any
+// dimension. dims are keyed "<code> <dimension>".
+func checkDims(links []Link, before, after, dimsBefore, dimsAfter map[string]int64) Check {
+	var off, clicks int64
+	var first string
+	for _, l := range links {
+		stored := after[l.Code] - before[l.Code]
+		clicks += stored
+		for _, d := range shortener.Dimensions {
+			k := l.Code + " " + d
+			if got := dimsAfter[k] - dimsBefore[k]; got != stored {
+				off++
+				if first == "" {
+					first = fmt.Sprintf("; first: %s's %ss sum to %d for %d clicks", l.Code, d, got, stored)
+				}
+			}
+		}
+	}
+	return Check{ID: "click-dims", What: "per code and analytics dimension (country, browser, OS, device), the values' clicks sum to the clicks stored",
+		Want: "0 sums off", Got: fmt.Sprintf("%d sums off of %d (%d clicks)%s", off, len(links)*len(shortener.Dimensions), clicks, first),
+		OK: off == 0, Required: true}
 }
 
 // ClicksTally is the clicks account's arithmetic, which it leaves on the
@@ -150,6 +185,21 @@ func storedClicks(ctx context.Context, db *sql.DB, links []Link) (map[string]int
 		LEFT JOIN click_hours h ON h.link_id = l.id WHERE l.code IN (%s) GROUP BY l.code`, codes)
 	if err != nil {
 		return nil, fmt.Errorf("query stored clicks: %w", err)
+	}
+	return out, nil
+}
+
+// storedDims returns, per code and analytics dimension ("<code> <dim>"),
+// the clicks MySQL holds summed over the dimension's values.
+func storedDims(ctx context.Context, db *sql.DB, links []Link) (map[string]int64, error) {
+	codes := make([]any, len(links))
+	for i, l := range links {
+		codes[i] = l.Code
+	}
+	out, err := queryPairsIn[int64](ctx, db, `SELECT CONCAT(l.code, ' ', d.dim), SUM(d.clicks) FROM links l
+		JOIN click_dims d ON d.link_id = l.id WHERE l.code IN (%s) GROUP BY l.code, d.dim`, codes)
+	if err != nil {
+		return nil, fmt.Errorf("query stored click dimensions: %w", err)
 	}
 	return out, nil
 }

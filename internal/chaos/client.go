@@ -221,7 +221,23 @@ func create(ctx context.Context, c *http.Client, base string, timeout time.Durat
 // its minute, and trending's truth stays the clicks the load received.
 const persons = 1_000_000
 
-// person is the User-Agent of a random one of the load's persons.
+// personAgents are the browsers the persons use, each a real browser's
+// User-Agent that the analytics tell apart (desktop, phone, tablet;
+// Chrome, Safari, Firefox, Edge), so the clicks account's dimension check
+// sees every device class but bots.
+var personAgents = []string{
+	"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36",
+	"Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1",
+	"Mozilla/5.0 (iPad; CPU OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Mobile/15E148 Safari/604.1",
+	"Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0",
+	"Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36",
+	"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Edg/131.0.0.0",
+}
+
+// person is the User-Agent of a random one of the load's persons: its
+// browser's, and the person's number (so each person is a client of its
+// own to trending).
 func person() string {
-	return "Mozilla/5.0 (X11; Linux x86_64) ChaosLoad/1.0 person/" + strconv.Itoa(rand.IntN(persons))
+	n := rand.IntN(persons)
+	return personAgents[n%len(personAgents)] + " person/" + strconv.Itoa(n)
 }

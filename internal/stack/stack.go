@@ -47,6 +47,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"shortener/analytics"
 )
 
 // Kinds of process a stack runs; Proc.Kind holds one of them.
@@ -213,6 +215,10 @@ func (cfg Config) withDefaults() (Config, error) {
 	cfg.DownAfter = cmp.Or(cfg.DownAfter, DefaultDownAfter)
 	cfg.FailoverTimeout = cmp.Or(cfg.FailoverTimeout, DefaultFailoverTimeout)
 	cfg.Database = cmp.Or(cfg.Database, "shortener")
+	if cfg.AppBinary != "" {
+		// Before the caller's AppEnv, which may name another.
+		cfg.AppEnv = append([]string{"SHORTENER_GEO_DB=" + findGeoDB()}, cfg.AppEnv...)
+	}
 	cfg.Log = cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))
 	switch {
 	case !namePattern.MatchString(cfg.MasterName):
@@ -589,4 +595,26 @@ func withDefaultTimeout(ctx context.Context, d time.Duration) (context.Context, 
 		return context.WithCancel(ctx)
 	}
 	return context.WithTimeout(ctx, d)
+}
+
+// findGeoDB is the country database make geo installs, found from the
+// working directory up (make up runs at the repository's root, a test in
+// its package's directory), as an absolute path so an app started in the
+// state directory finds it; "none" (no countries) when there is none.
+func findGeoDB() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "none"
+	}
+	for {
+		p := analytics.DefaultGeoDB(dir)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "none"
+		}
+		dir = parent
+	}
 }

@@ -1,0 +1,274 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"shortener"
+	"shortener/analytics"
+)
+
+// The analytics dimensions of clicks (docs/analytics.md): a batch adds
+// each click once to its day's row of every dimension in click_dims, and
+// merges its visitor hashes into its hour's and day's sketches in
+// click_visitors, in the transaction that counts the batch (ShipClicks),
+// so both are exactly once like the counts.
+
+// unknownValue is a dimension's value for a click made with analytics
+// off (no Dims): it still counts, so each dimension sums to the total.
+const unknownValue = "unknown"
+
+type dimKey struct {
+	link  int64
+	day   time.Time
+	dim   string
+	value string
+}
+
+type visitorKey struct {
+	link   int64
+	period string // "hour" or "day"
+	start  time.Time
+}
+
+// clickAnalytics gathers a batch's dimension counts and visitor sketches.
+type clickAnalytics struct {
+	dims     map[dimKey]int64
+	visitors map[visitorKey]*analytics.Sketch
+}
+
+func newClickAnalytics() *clickAnalytics {
+	return &clickAnalytics{dims: map[dimKey]int64{}, visitors: map[visitorKey]*analytics.Sketch{}}
+}
+
+// add counts click c of link (its LinkID resolved) made at at (UTC).
+func (a *clickAnalytics) add(link int64, c shortener.Click, at time.Time) {
+	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC)
+	for dim, value := range clickValues(c) {
+		a.dims[dimKey{link, day, dim, value}]++
+	}
+	if !c.Analyzed || c.Dims.Visitor == 0 {
+		return
+	}
+	for _, k := range []visitorKey{{link, "hour", at.Truncate(time.Hour)}, {link, "day", day}} {
+		s := a.visitors[k]
+		if s == nil {
+			s = analytics.NewSketch()
+			a.visitors[k] = s
+		}
+		s.Add(c.Dims.Visitor)
+	}
+}
+
+// clickValues yields a click's value of each dimension.
+func clickValues(c shortener.Click) func(yield func(dim, value string) bool) {
+	return func(yield func(string, string) bool) {
+		if !c.Analyzed {
+			device := unknownValue
+			if c.Agent == shortener.AgentBot {
+				device = analytics.DeviceBot.String()
+			}
+			_ = yield(shortener.DimCountry, analytics.Country{}.String()) && yield(shortener.DimBrowser, unknownValue) &&
+				yield(shortener.DimOS, unknownValue) && yield(shortener.DimDevice, device)
+			return
+		}
+		d := c.Dims
+		_ = yield(shortener.DimCountry, analytics.Country(d.Country).String()) &&
+			yield(shortener.DimBrowser, analytics.Browser(d.Browser).String()) &&
+			yield(shortener.DimOS, analytics.OS(d.OS).String()) &&
+			yield(shortener.DimDevice, analytics.Device(d.Device).String())
+	}
+}
+
+// write adds the batch's dimension counts and merges its sketches, in
+// primary key order (the lock order every shipper shares, as upsertHours).
+func (a *clickAnalytics) write(ctx context.Context, tx *sql.Tx) error {
+	if err := upsertDims(ctx, tx, a.dims); err != nil {
+		return err
+	}
+	return mergeVisitors(ctx, tx, a.visitors)
+}
+
+func upsertDims(ctx context.Context, tx execer, dims map[dimKey]int64) error {
+	if len(dims) == 0 {
+		return nil
+	}
+	keys := make([]dimKey, 0, len(dims))
+	for k := range dims {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b dimKey) int {
+		return cmp.Or(cmp.Compare(a.link, b.link), a.day.Compare(b.day), cmp.Compare(a.dim, b.dim), cmp.Compare(a.value, b.value))
+	})
+	var q strings.Builder
+	q.WriteString("INSERT INTO click_dims (link_id, day, dim, value, clicks) VALUES ")
+	args := make([]any, 0, 5*len(keys))
+	for i, k := range keys {
+		if i > 0 {
+			q.WriteString(",")
+		}
+		q.WriteString("(?,?,?,?,?)")
+		args = append(args, k.link, k.day, k.dim, k.value, dims[k])
+	}
+	q.WriteString(" ON DUPLICATE KEY UPDATE clicks = clicks + VALUES(clicks)")
+	if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+		return fmt.Errorf("add click dimensions: %w", err)
+	}
+	return nil
+}
+
+// visitorChunk bounds the keys one statement reads or writes.
+const visitorChunk = 500
+
+// mergeVisitors reads the stored sketches of the batch's keys (locking
+// their rows), merges the batch's into them and writes them back.
+func mergeVisitors(ctx context.Context, tx *sql.Tx, sketches map[visitorKey]*analytics.Sketch) error {
+	keys := make([]visitorKey, 0, len(sketches))
+	for k := range sketches {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b visitorKey) int {
+		return cmp.Or(cmp.Compare(a.link, b.link), cmp.Compare(a.period, b.period), a.start.Compare(b.start))
+	})
+	for chunk := range slices.Chunk(keys, visitorChunk) {
+		if err := mergeVisitorChunk(ctx, tx, chunk, sketches); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func mergeVisitorChunk(ctx context.Context, tx *sql.Tx, keys []visitorKey, sketches map[visitorKey]*analytics.Sketch) error {
+	var q strings.Builder
+	q.WriteString("SELECT link_id, period, start, sketch FROM click_visitors WHERE (link_id, period, start) IN (")
+	args := make([]any, 0, 4*len(keys))
+	for i, k := range keys {
+		if i > 0 {
+			q.WriteString(",")
+		}
+		q.WriteString("(?,?,?)")
+		args = append(args, k.link, k.period, k.start)
+	}
+	q.WriteString(") ORDER BY link_id, period, start FOR UPDATE")
+	rows, err := tx.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return fmt.Errorf("read visitor sketches: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			k    visitorKey
+			blob []byte
+		)
+		if err := rows.Scan(&k.link, &k.period, &k.start, &blob); err != nil {
+			return fmt.Errorf("read visitor sketches: %w", err)
+		}
+		k.start = k.start.UTC()
+		stored, err := analytics.UnmarshalSketch(blob)
+		if err != nil {
+			// A sketch that does not decode cannot be merged into: the
+			// batch's replaces it (that estimate restarts from this
+			// batch) rather than holding every later batch back.
+			continue
+		}
+		if s := sketches[k]; s != nil {
+			if err := stored.Merge(s); err == nil {
+				sketches[k] = stored
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read visitor sketches: %w", err)
+	}
+	q.Reset()
+	q.WriteString("INSERT INTO click_visitors (link_id, period, start, sketch) VALUES ")
+	args = args[:0]
+	for i, k := range keys {
+		blob, err := sketches[k].MarshalBinary()
+		if err != nil {
+			return fmt.Errorf("encode visitor sketch: %w", err)
+		}
+		if i > 0 {
+			q.WriteString(",")
+		}
+		q.WriteString("(?,?,?,?)")
+		args = append(args, k.link, k.period, k.start, blob)
+	}
+	q.WriteString(" ON DUPLICATE KEY UPDATE sketch = VALUES(sketch)")
+	if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+		return fmt.Errorf("write visitor sketches: %w", err)
+	}
+	return nil
+}
+
+// dimStats reads the analytics of the link with ID linkID into st: the
+// dimension counts of the whole UTC days [dayFrom, dayTo), and the unique
+// visitors of [from, to) by step (an hour or a day), per bucket of
+// st.Series and for the whole range (the buckets' sketches merged).
+func dimStats(ctx context.Context, q *sql.DB, linkID int64, dayFrom, dayTo, from, to time.Time, step time.Duration, st *shortener.ClickStats) error {
+	st.Dims = make(map[string]map[string]int64, len(shortener.Dimensions))
+	for _, d := range shortener.Dimensions {
+		st.Dims[d] = map[string]int64{}
+	}
+	rows, err := q.QueryContext(ctx, `SELECT day, dim, value, clicks FROM click_dims
+		WHERE link_id = ? AND day >= ? AND day < ? ORDER BY day, dim, value`, linkID, dayFrom, dayTo)
+	if err != nil {
+		return fmt.Errorf("read click dimensions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d shortener.DimCount
+		if err := rows.Scan(&d.Day, &d.Dim, &d.Value, &d.Clicks); err != nil {
+			return fmt.Errorf("read click dimensions: %w", err)
+		}
+		d.Day = d.Day.UTC()
+		if m := st.Dims[d.Dim]; m != nil {
+			m[d.Value] += d.Clicks
+			st.DayDims = append(st.DayDims, d)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read click dimensions: %w", err)
+	}
+
+	period := "hour"
+	if step == 24*time.Hour {
+		period = "day"
+	}
+	vrows, err := q.QueryContext(ctx, `SELECT start, sketch FROM click_visitors
+		WHERE link_id = ? AND period = ? AND start >= ? AND start < ?`, linkID, period, from, to)
+	if err != nil {
+		return fmt.Errorf("read visitor sketches: %w", err)
+	}
+	defer vrows.Close()
+	all := analytics.NewSketch()
+	for vrows.Next() {
+		var (
+			start time.Time
+			blob  []byte
+		)
+		if err := vrows.Scan(&start, &blob); err != nil {
+			return fmt.Errorf("read visitor sketches: %w", err)
+		}
+		s, err := analytics.UnmarshalSketch(blob)
+		if err != nil {
+			continue // see mergeVisitorChunk: an undecodable sketch counts nothing
+		}
+		if i := int(start.UTC().Sub(from) / step); i >= 0 && i < len(st.Series) {
+			st.Series[i].Visitors = int64(s.Estimate())
+		}
+		if err := all.Merge(s); err != nil {
+			return fmt.Errorf("merge visitor sketches: %w", err)
+		}
+	}
+	if err := vrows.Err(); err != nil {
+		return fmt.Errorf("read visitor sketches: %w", err)
+	}
+	st.Visitors = int64(all.Estimate())
+	return nil
+}

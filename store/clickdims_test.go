@@ -1,0 +1,116 @@
+package store_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"shortener"
+	"shortener/analytics"
+)
+
+// TestShipClickDims ships analyzed clicks, clicks made with analytics off
+// and a replay: every dimension sums to the clicks, each value counted
+// once, unknown values under "ZZ" and "unknown"; unique visitors are
+// counted per hour and per day from batches shipped apart (the sketches
+// merged), a replayed batch adds nothing, and over several days the
+// days' visitors add up (a visitor's hash changes with the day's key).
+func TestShipClickDims(t *testing.T) {
+	st := migrated(t)
+	ctx := context.Background()
+	day := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	l := shortener.Link{ID: 77, Code: "dims77", URL: "https://example.com/dims", Redirect: 302, CreatedAt: day}
+	if err := st.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	at := func(h int) time.Time { return day.Add(time.Duration(h)*time.Hour + 5*time.Minute) }
+	us, de := [2]byte{'U', 'S'}, [2]byte{'D', 'E'}
+	chrome, safari := uint8(analytics.BrowserChrome), uint8(analytics.BrowserSafari)
+	win, ios := uint8(analytics.OSWindows), uint8(analytics.OSIOS)
+	mobile, bot := uint8(analytics.DeviceMobile), uint8(analytics.DeviceBot)
+	click := func(h int, d shortener.ClickDims) shortener.Click {
+		return shortener.Click{LinkID: 77, At: at(h), Analyzed: true, Dims: d}
+	}
+	// 300 visitors in hour 10, 100 of them again in hour 11 with 100 new
+	// ones, in two batches; then the off-analytics clicks.
+	visitor := func(i int) uint64 { return rand.New(rand.NewPCG(uint64(i), 7)).Uint64() | 1 }
+	var b1, b2 []shortener.Click
+	for i := range 300 {
+		b1 = append(b1, click(10, shortener.ClickDims{Country: us, Browser: chrome, OS: win, Visitor: visitor(i)}))
+	}
+	for i := 200; i < 400; i++ {
+		b2 = append(b2, click(11, shortener.ClickDims{Country: de, Browser: safari, OS: ios, Device: mobile, Visitor: visitor(i)}))
+	}
+	b2 = append(b2,
+		click(11, shortener.ClickDims{Browser: chrome, Device: bot}), // no country, no visitor
+		shortener.Click{LinkID: 77, At: at(12)},                      // analytics off
+		shortener.Click{LinkID: 77, At: at(12), Agent: shortener.AgentBot},
+	)
+	// The next day, visitor 1 again: under that day's key, another hash.
+	b3 := []shortener.Click{click(24+9, shortener.ClickDims{Country: us, Visitor: visitor(1000)})}
+	pos := int64(0)
+	for _, cs := range [][]shortener.Click{b1, b2, b3} {
+		b := shortener.ClickBatch{Journal: 31, Node: 1, Segment: 1, From: pos, To: pos + int64(len(cs)), Clicks: cs}
+		if applied, _, _, err := st.ShipClicks(ctx, b); err != nil || !applied {
+			t.Fatalf("ship [%d, %d): %v %v", b.From, b.To, applied, err)
+		}
+		// A replay (the answer lost) changes nothing.
+		if applied, _, _, err := st.ShipClicks(ctx, b); err != nil || applied {
+			t.Fatalf("replay [%d, %d): %v %v", b.From, b.To, applied, err)
+		}
+		pos = b.To
+	}
+
+	stats, err := st.ClickStats(ctx, 77, day, day.Add(48*time.Hour), true, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Total != 504 {
+		t.Fatalf("total %d, want 504", stats.Total)
+	}
+	for _, dim := range shortener.Dimensions {
+		var sum int64
+		for _, n := range stats.Dims[dim] {
+			sum += n
+		}
+		if sum != stats.Total {
+			t.Errorf("%s values sum to %d, want the total %d: %v", dim, sum, stats.Total, stats.Dims[dim])
+		}
+	}
+	for _, c := range []struct {
+		dim, value string
+		want       int64
+	}{
+		{shortener.DimCountry, "US", 301}, {shortener.DimCountry, "DE", 200}, {shortener.DimCountry, "ZZ", 3},
+		{shortener.DimBrowser, "chrome", 301}, {shortener.DimBrowser, "safari", 200}, {shortener.DimBrowser, "unknown", 2},
+		{shortener.DimBrowser, "other", 1},
+		{shortener.DimOS, "windows", 300}, {shortener.DimOS, "ios", 200}, {shortener.DimOS, "unknown", 2},
+		{shortener.DimDevice, "desktop", 301}, {shortener.DimDevice, "mobile", 200}, {shortener.DimDevice, "bot", 2},
+		{shortener.DimDevice, "unknown", 1},
+	} {
+		if got := stats.Dims[c.dim][c.value]; got != c.want {
+			t.Errorf("%s %q: %d clicks, want %d", c.dim, c.value, got, c.want)
+		}
+	}
+	// HyperLogLog at precision 14 errs by about 0.8%; these sizes are
+	// exact or nearly in its sparse form. 401: 400 on the first day, 1
+	// on the second.
+	near := func(got int64, want int64) bool { return got >= want-want/50-1 && got <= want+want/50+1 }
+	if !near(stats.Visitors, 401) {
+		t.Errorf("unique visitors over two days: %d, want about 401", stats.Visitors)
+	}
+	if v := stats.Series[0].Visitors; !near(v, 400) {
+		t.Errorf("first day's unique visitors %d, want about 400", v)
+	}
+	hourly, err := st.ClickStats(ctx, 77, day.Add(10*time.Hour), day.Add(13*time.Hour), false, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := hourly.Series; !near(v[0].Visitors, 300) || !near(v[1].Visitors, 200) || v[2].Visitors != 0 || !near(hourly.Visitors, 400) {
+		t.Errorf("hourly visitors %+v (whole %d), want about 300, 200, 0 and 400 in all", v, hourly.Visitors)
+	}
+	if len(stats.DayDims) == 0 || !stats.DayDims[0].Day.Equal(day) {
+		t.Errorf("day dims %+v, want the first day's first", stats.DayDims)
+	}
+}
