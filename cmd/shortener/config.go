@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"shortener"
+	"shortener/analytics"
 	"shortener/cache"
 	"shortener/clicks"
 	"shortener/handler"
@@ -40,7 +41,10 @@ type Config struct {
 	// Spool are filled by trendingConfig.
 	Trending trending.Config
 	Clicks   ClicksConfig
-	Handler  HandlerConfig
+	// Analytics is what each click carries besides its count: country,
+	// browser, OS, device and a visitor hash (docs/analytics.md).
+	Analytics analytics.Config
+	Handler   HandlerConfig
 }
 
 // ServerConfig is the HTTP server and the process around it.
@@ -158,6 +162,10 @@ func (c *Config) settings() []setting {
 		{"clicks-max-request-age", &c.Clicks.MaxRequestAge, 30 * time.Second, "a redirect whose request nginx passed on longer ago than this is not counted (nginx gave up on it and retried elsewhere, or answered 504); must exceed nginx's longest wait for a redirect (1 s) plus the clock difference between nginx and the app"},
 		{"clicks-request-hold", &c.Clicks.RequestHold, 24 * time.Hour, "how long a journal that has gone silent (an instance gone for good) keeps the counted request IDs it may still duplicate; one back after longer may count a request nginx retried twice"},
 
+		{"analytics", &c.Analytics.Enabled, true, "derive each click's country, browser, OS, device and daily visitor hash (off: clicks count under \"unknown\" and nothing about the client is parsed)"},
+		{"geo-db", &c.Analytics.GeoDB, "", "MMDB country database (DB-IP Lite or GeoLite2 Country, or any with country.iso_code) for click countries; empty: the DB-IP Lite file make geo installs; \"none\": no countries"},
+		{"analytics-agent-cache", &c.Analytics.AgentCacheSize, 10_000, "User-Agent strings whose parse is remembered"},
+
 		{"base-url", &c.Handler.BaseURL, "http://127.0.0.1:8080", "public prefix of short URLs"},
 		{"idempotency-ttl", &c.Handler.IdempotencyTTL, 24 * time.Hour, "how long an Idempotency-Key replays its first answer"},
 		{"anonymous-create", &c.Handler.AnonymousCreate, true, "let clients without an API key create links"},
@@ -219,6 +227,7 @@ func (c *Config) validate(e *envFlags) {
 		e.check("clicks", &c.Clicks, c.clicksConfig().Validate(), nil)
 		e.check("clicks", &c.Clicks, c.shipperConfig().Validate(), map[string]any{"Timeout": &c.MySQL.QueryTimeout})
 	}
+	e.check("analytics", &c.Analytics, c.Analytics.Validate(), nil)
 	e.check("handler", &c.Handler, c.handlerConfig().Validate(), nil)
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"shortener/analytics"
 	"shortener/cache"
 	"shortener/handler"
 	"shortener/idgen"
@@ -113,7 +114,12 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 		return err
 	}
 	defer clk.close()
-	h, err := newHandler(ctx, cfg, st, c, vis, trend, clk, node.ids, reg, log)
+	an, err := startAnalytics(cfg.Analytics, st, log, reg)
+	if err != nil {
+		return err
+	}
+	defer an.Close()
+	h, err := newHandler(ctx, cfg, st, c, vis, trend, clk, an, node.ids, reg, log)
 	if err != nil {
 		return err
 	}
@@ -254,7 +260,7 @@ func startTrending(ctx context.Context, cfg Config, c *cache.Cache, log *slog.Lo
 // are checked against the last list read, never waiting on MySQL; the
 // first list is read here so the first requests find one.
 func newHandler(ctx context.Context, cfg Config, st *store.Store, c *cache.Cache, vis *visits.Limiter, trend *trending.Ranking, clk *clickCounting,
-	ids *idgen.Generator, reg *prometheus.Registry, log *slog.Logger) (http.Handler, error) {
+	an *analytics.Enricher, ids *idgen.Generator, reg *prometheus.Registry, log *slog.Logger) (http.Handler, error) {
 	keyring := handler.NewKeyring(st, []string{cfg.Handler.APIKey}, []string{cfg.Handler.AdminKey}, 5*time.Second, time.Now, log)
 	if err := keyring.Load(ctx); err != nil {
 		log.Warn("API keys not loaded at start; keyed calls answer 503 until they are", "err", err)
@@ -278,6 +284,7 @@ func newHandler(ctx context.Context, cfg Config, st *store.Store, c *cache.Cache
 		Trending:    trend,
 		Visits:      vis,
 		Clicks:      clk.recorder(),
+		Analytics:   analyzer(an, cfg.Analytics.Enabled),
 		Stats:       st,
 		Log:         log,
 	})
