@@ -105,18 +105,12 @@ func upsertDims(ctx context.Context, tx execer, dims map[dimKey]int64) error {
 	slices.SortFunc(keys, func(a, b dimKey) int {
 		return cmp.Or(cmp.Compare(a.link, b.link), a.day.Compare(b.day), cmp.Compare(a.dim, b.dim), cmp.Compare(a.value, b.value))
 	})
-	var q strings.Builder
-	q.WriteString("INSERT INTO click_dims (link_id, day, dim, value, clicks) VALUES ")
 	args := make([]any, 0, 5*len(keys))
-	for i, k := range keys {
-		if i > 0 {
-			q.WriteString(",")
-		}
-		q.WriteString("(?,?,?,?,?)")
+	for _, k := range keys {
 		args = append(args, k.link, k.day, k.dim, k.value, dims[k])
 	}
-	q.WriteString(" ON DUPLICATE KEY UPDATE clicks = clicks + VALUES(clicks)")
-	if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+	if err := insertValues(ctx, tx, "INSERT INTO click_dims (link_id, day, dim, value, clicks) VALUES ",
+		" ON DUPLICATE KEY UPDATE clicks = clicks + VALUES(clicks)", 5, args); err != nil {
 		return fmt.Errorf("add click dimensions: %w", err)
 	}
 	return nil
@@ -185,22 +179,16 @@ func mergeVisitorChunk(ctx context.Context, tx *sql.Tx, keys []visitorKey, sketc
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("read visitor sketches: %w", err)
 	}
-	q.Reset()
-	q.WriteString("INSERT INTO click_visitors (link_id, period, start, sketch) VALUES ")
 	args = args[:0]
-	for i, k := range keys {
+	for _, k := range keys {
 		blob, err := sketches[k].MarshalBinary()
 		if err != nil {
 			return fmt.Errorf("encode visitor sketch: %w", err)
 		}
-		if i > 0 {
-			q.WriteString(",")
-		}
-		q.WriteString("(?,?,?,?)")
 		args = append(args, k.link, k.period, k.start, blob)
 	}
-	q.WriteString(" ON DUPLICATE KEY UPDATE sketch = VALUES(sketch)")
-	if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+	if err := insertValues(ctx, tx, "INSERT INTO click_visitors (link_id, period, start, sketch) VALUES ",
+		" ON DUPLICATE KEY UPDATE sketch = VALUES(sketch)", 4, args); err != nil {
 		return fmt.Errorf("write visitor sketches: %w", err)
 	}
 	return nil

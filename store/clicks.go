@@ -343,22 +343,34 @@ func upsertHours(ctx context.Context, tx execer, hours map[hourKey][2]int64) err
 		}
 		return keys[a].hour.Before(keys[b].hour)
 	})
-	var q strings.Builder
-	q.WriteString("INSERT INTO click_hours (link_id, hour, clicks, bots) VALUES ")
 	args := make([]any, 0, 4*len(keys))
-	for i, k := range keys {
-		if i > 0 {
-			q.WriteString(",")
-		}
-		q.WriteString("(?,?,?,?)")
+	for _, k := range keys {
 		v := hours[k]
 		args = append(args, k.link, k.hour, v[0], v[1])
 	}
-	q.WriteString(" ON DUPLICATE KEY UPDATE clicks = clicks + VALUES(clicks), bots = bots + VALUES(bots)")
-	if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+	if err := insertValues(ctx, tx, "INSERT INTO click_hours (link_id, hour, clicks, bots) VALUES ",
+		" ON DUPLICATE KEY UPDATE clicks = clicks + VALUES(clicks), bots = bots + VALUES(bots)", 4, args); err != nil {
 		return fmt.Errorf("add click hours: %w", err)
 	}
 	return nil
+}
+
+// insertValues runs one INSERT of rows of width values each (args holds
+// them back to back): head, then "(?,…)" per row, then tail.
+func insertValues(ctx context.Context, tx execer, head, tail string, width int, args []any) error {
+	row := "(?" + strings.Repeat(",?", width-1) + ")"
+	var q strings.Builder
+	q.Grow(len(head) + len(tail) + (len(row)+1)*len(args)/width)
+	q.WriteString(head)
+	for i := 0; i < len(args)/width; i++ {
+		if i > 0 {
+			q.WriteString(",")
+		}
+		q.WriteString(row)
+	}
+	q.WriteString(tail)
+	_, err := tx.ExecContext(ctx, q.String(), args...)
+	return err
 }
 
 func upsertReferrers(ctx context.Context, tx execer, refs map[refKey]int64) error {
@@ -379,18 +391,12 @@ func upsertReferrers(ctx context.Context, tx execer, refs map[refKey]int64) erro
 		}
 		return ka.host < kb.host
 	})
-	var q strings.Builder
-	q.WriteString("INSERT INTO click_referrers (link_id, day, host, clicks) VALUES ")
 	args := make([]any, 0, 4*len(keys))
-	for i, k := range keys {
-		if i > 0 {
-			q.WriteString(",")
-		}
-		q.WriteString("(?,?,?,?)")
+	for _, k := range keys {
 		args = append(args, k.link, k.day, k.host, refs[k])
 	}
-	q.WriteString(" ON DUPLICATE KEY UPDATE clicks = clicks + VALUES(clicks)")
-	if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+	if err := insertValues(ctx, tx, "INSERT INTO click_referrers (link_id, day, host, clicks) VALUES ",
+		" ON DUPLICATE KEY UPDATE clicks = clicks + VALUES(clicks)", 4, args); err != nil {
 		return fmt.Errorf("add click referrers: %w", err)
 	}
 	return nil
