@@ -46,6 +46,17 @@ func (s *Store) InsertLinks(ctx context.Context, links []shortener.Link) ([]shor
 func (s *Store) insertBatch(ctx context.Context, batch []shortener.Link) ([]shortener.Link, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	switch hooked, err := ownersSubscribed(ctx, s.db, shortener.EventLinkCreated, owners(batch)...); {
+	case err != nil:
+		return nil, err
+	case hooked: // the rows with their events, in one transaction (webhooks.go)
+		return s.insertBatchWithEvents(ctx, batch)
+	}
+	return insertRows(ctx, s.db, batch)
+}
+
+// insertRows is insertBatch's statements, on a pool or in a transaction.
+func insertRows(ctx context.Context, db dbtx, batch []shortener.Link) ([]shortener.Link, error) {
 	var q strings.Builder
 	q.WriteString("INSERT INTO links (id, code, url, redirect, created_at, expires_at, owner, disabled, tags, max_visits, password_hash) VALUES ")
 	args := make([]any, 0, 11*len(batch))
@@ -62,10 +73,10 @@ func (s *Store) insertBatch(ctx context.Context, batch []shortener.Link) ([]shor
 	// A taken code or ID leaves its row as it is (id = id changes
 	// nothing); unlike INSERT IGNORE, every other error is still one.
 	q.WriteString(" ON DUPLICATE KEY UPDATE id = id")
-	if _, err := s.db.ExecContext(ctx, q.String(), args...); err != nil {
+	if _, err := db.ExecContext(ctx, q.String(), args...); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, "SELECT "+linkColumns+" FROM links WHERE code IN (?"+strings.Repeat(", ?", len(codes)-1)+")", codes...)
+	rows, err := db.QueryContext(ctx, "SELECT "+linkColumns+" FROM links WHERE code IN (?"+strings.Repeat(", ?", len(codes)-1)+")", codes...)
 	if err != nil {
 		return nil, err
 	}

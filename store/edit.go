@@ -51,6 +51,9 @@ func (s *Store) Update(ctx context.Context, code string, p shortener.LinkPatch, 
 	if _, err := tx.ExecContext(ctx, "INSERT INTO invalidations (code, created_at) VALUES (?, NOW(3))", code); err != nil {
 		return fail(fmt.Errorf("record invalidation: %w", err))
 	}
+	if err := recordLinkEvents(ctx, tx, shortener.EventLinkUpdated, l.UpdatedAt, l); err != nil { // webhooks.go
+		return fail(err)
+	}
 	if err := tx.Commit(); err != nil {
 		return fail(fmt.Errorf("commit: %w", err))
 	}

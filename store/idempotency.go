@@ -72,6 +72,9 @@ func (s *Store) createIdempotent(ctx context.Context, l shortener.Link, idem sho
 	if err := insertLink(ctx, tx, l); err != nil {
 		return shortener.Link{}, false, err
 	}
+	if err := recordLinkEvents(ctx, tx, shortener.EventLinkCreated, l.CreatedAt, l); err != nil { // webhooks.go
+		return shortener.Link{}, false, fmt.Errorf("create link %s: %w: %w", l.Code, shortener.ErrUnavailable, err)
+	}
 	if err := tx.Commit(); err != nil {
 		return shortener.Link{}, false, fmt.Errorf("create link %s: commit: %w: %w", l.Code, shortener.ErrUnavailable, err)
 	}

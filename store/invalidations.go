@@ -47,6 +47,9 @@ func (s *Store) Delete(ctx context.Context, code string, now time.Time) error {
 		"INSERT INTO invalidations (code, created_at) VALUES (?, NOW(3))", code); err != nil {
 		return fmt.Errorf("delete link %s: record invalidation: %w: %w", code, shortener.ErrUnavailable, err)
 	}
+	if err := recordDeleteEvent(ctx, tx, code, now); err != nil { // webhooks.go
+		return fmt.Errorf("delete link %s: %w: %w", code, shortener.ErrUnavailable, err)
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("delete link %s: commit: %w: %w", code, shortener.ErrUnavailable, err)
 	}

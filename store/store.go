@@ -121,10 +121,18 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // Create inserts l. It returns shortener.ErrCodeTaken if the code is in use; the
-// insert is committed when Create returns nil.
+// insert is committed when Create returns nil. A link whose owner has a
+// webhook subscribed to creates is inserted with its event, in one
+// transaction (webhooks.go).
 func (s *Store) Create(ctx context.Context, l shortener.Link) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	switch hooked, err := ownersSubscribed(ctx, s.db, shortener.EventLinkCreated, l.Owner); {
+	case err != nil:
+		return fmt.Errorf("create link %s: %w: %w", l.Code, shortener.ErrUnavailable, err)
+	case hooked:
+		return s.createWithEvent(ctx, l)
+	}
 	return insertLink(ctx, s.db, l)
 }
 
