@@ -32,6 +32,7 @@ const (
 	CodeUnauthorized     = "unauthorized"
 	CodeForbidden        = "forbidden"
 	CodeKeyReused        = "idempotency_key_reused"
+	CodeWebhookLimit     = "webhook_limit"
 	CodeNotFound         = "not_found"
 	CodeGone             = "gone"
 	CodeDisabled         = "disabled"
@@ -63,6 +64,7 @@ var statusOf = map[string]int{
 	CodeUnauthorized:     http.StatusUnauthorized,
 	CodeForbidden:        http.StatusForbidden,
 	CodeKeyReused:        http.StatusUnprocessableEntity,
+	CodeWebhookLimit:     http.StatusConflict,
 	CodeNotFound:         http.StatusNotFound,
 	CodeGone:             http.StatusGone,
 	CodeDisabled:         http.StatusGone,
@@ -127,6 +129,8 @@ var mapping = []struct {
 	{errPasswordRequired, Error{Code: CodePasswordRequired, Message: "this link is password-protected: open it in a browser and enter its password"}},
 	{shortener.ErrKeyReused, Error{Code: CodeKeyReused, Message: "this Idempotency-Key was used for a different request"}},
 	{shortener.ErrUnavailable, Error{Code: CodeUnavailable, Message: "the service cannot reach its database; retry shortly"}},
+	{shortener.ErrWebhookNotFound, Error{Code: CodeNotFound, Message: "this key has no webhook with this ID"}},
+	{shortener.ErrWebhookLimit, Error{Code: CodeWebhookLimit, Message: "this key has as many webhooks as it may: delete one first"}},
 }
 
 // echoCodes names the statuses Echo answers by itself.

@@ -112,6 +112,9 @@ type Config struct {
 	// seals list cursors (sealCursor); every instance must have the same.
 	// Empty: a random one, for one instance.
 	CookieSecret []byte
+	// WebhookTargets says which addresses a webhook's URL may name
+	// (webhook.Targets.Allows); nil: any but loopback and link-local.
+	WebhookTargets func(netip.Addr) bool
 }
 
 // Deps are the collaborators the handler calls.
@@ -136,6 +139,7 @@ type Deps struct {
 	Visits      Visits                // counts visits of links with a maximum; nil: no maximum enforced
 	Analytics   Analyzer              // a click's country, browser, OS, device and visitor; nil: clicks carry none
 	Limiter     Limiter               // shared create limits; nil: per instance
+	Webhooks    Webhooks              // /api/v1/webhooks; nil: 404
 	Log         *slog.Logger
 	Now         func() time.Time
 }

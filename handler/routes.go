@@ -66,6 +66,9 @@ func (h *Handler) routes() []route {
 		{del, "/api/v1/links/:code", opAPI, kindAPI, h.remove, keyed, false},
 		{get, "/api/v1/links/:code/stats", opAPI, kindAPI, h.stats, keyed, false},
 		{get, "/api/v1/trending", opAPI, kindAPI, h.trending, trending, false},
+		{post, "/api/v1/webhooks", opAPI, kindAPI, h.createWebhook, keyed, false},
+		{get, "/api/v1/webhooks", opAPI, kindAPI, h.listWebhooks, keyed, false},
+		{del, "/api/v1/webhooks/:id", opAPI, kindAPI, h.deleteWebhook, keyed, false},
 
 		// The pages add no work to the redirect path: GET /{code} keeps
 		// its route and handler, and the preview /{code}+ is reached from
