@@ -45,6 +45,7 @@ type Config struct {
 	// browser, OS, device and a visitor hash (docs/analytics.md).
 	Analytics analytics.Config
 	Handler   HandlerConfig
+	Webhooks  WebhooksConfig // webhooks.go
 }
 
 // ServerConfig is the HTTP server and the process around it.
@@ -184,6 +185,15 @@ func (c *Config) settings() []setting {
 		{"allow-local-targets", &c.Handler.AllowLocal, false, "let links point at loopback, unspecified and link-local addresses and localhost names (development only)"},
 		{"api-key", (*secret)(&c.Handler.APIKey), "", "an API key from the configuration, besides those made with 'shortener keys create' (X-Api-Key)"},
 		{"admin-key", (*secret)(&c.Handler.AdminKey), "", "an admin API key from the configuration: manages every link"},
+
+		{"webhooks", &c.Webhooks.On, true, "send webhooks from this instance (instances may all send: a delivery is claimed by one at a time); off, events are still recorded and other instances send them"},
+		{"webhooks-allow-private", &c.Webhooks.AllowPrivate, false, "let webhooks go to loopback, private and link-local addresses and localhost (tests and development only)"},
+		{"webhooks-workers", &c.Webhooks.Workers, 8, "webhook attempts in flight at once on this instance"},
+		{"webhooks-timeout", &c.Webhooks.Timeout, 10 * time.Second, "how long a webhook receiver has to answer an attempt"},
+		{"webhooks-poll", &c.Webhooks.Poll, time.Second, "how often an idle instance looks for webhook deliveries that are due"},
+		{"webhooks-retry-min", &c.Webhooks.RetryMin, 5 * time.Second, "wait after a webhook's first failed attempt, doubled after each further one"},
+		{"webhooks-retry-max", &c.Webhooks.RetryMax, time.Hour, "longest wait between two attempts of a webhook delivery"},
+		{"webhooks-max-age", &c.Webhooks.MaxAge, 24 * time.Hour, "how long after its event a webhook delivery is retried; the first failure past it gives the delivery up"},
 	}
 }
 
@@ -229,6 +239,7 @@ func (c *Config) validate(e *envFlags) {
 	}
 	e.check("analytics", &c.Analytics, c.Analytics.Validate(), nil)
 	e.check("handler", &c.Handler, c.handlerConfig().Validate(), nil)
+	e.check("webhooks", &c.Webhooks, c.Webhooks.Validate(), nil)
 }
 
 // validate checks what is the server's own: the pprof address.

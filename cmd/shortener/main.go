@@ -119,6 +119,11 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 		return err
 	}
 	defer an.Close()
+	stopWebhooks, err := startWebhooks(ctx, cfg, st, log, reg)
+	if err != nil {
+		return err
+	}
+	defer stopWebhooks()
 	h, err := newHandler(ctx, cfg, st, c, vis, trend, clk, an, node.ids, reg, log)
 	if err != nil {
 		return err
@@ -286,6 +291,7 @@ func newHandler(ctx context.Context, cfg Config, st *store.Store, c *cache.Cache
 		Clicks:      clk.recorder(),
 		Analytics:   analyzer(an, cfg.Analytics.Enabled),
 		Stats:       st,
+		Webhooks:    webhookBook(st),
 		Log:         log,
 	})
 }

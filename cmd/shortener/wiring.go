@@ -14,6 +14,7 @@ import (
 	"shortener/lease"
 	"shortener/store"
 	"shortener/trending"
+	"shortener/webhook"
 )
 
 // The packages declare the small interfaces they consume; main wires in
@@ -45,6 +46,12 @@ var (
 	_ handler.Recorder = (*clicks.Journal)(nil)
 	_ handler.Stats    = (*store.Store)(nil)
 	_ clicks.Sink      = (*store.Store)(nil)
+
+	// Webhooks: the API keeps them through the book, over MySQL, which
+	// also holds the deliveries the sender claims.
+	_ handler.Webhooks = (*webhook.Book)(nil)
+	_ webhook.Registry = (*store.Store)(nil)
+	_ webhook.Store    = (*store.Store)(nil)
 )
 
 // Each package's Config is its section of the configuration plus what
@@ -116,6 +123,7 @@ func (cfg Config) handlerConfig() handler.Config {
 	h.Pages = true
 	h.CookieSecret = cookieSecret(cfg.Node.CodeKey)
 	h.Policy = handler.NewURLPolicy(h.BaseURL, cfg.Handler.SelfHosts, cfg.Handler.DenyHosts, cfg.Handler.AllowLocal)
+	h.WebhookTargets = webhook.Targets{AllowPrivate: cfg.Webhooks.AllowPrivate}.Allows
 	return h
 }
 
