@@ -120,6 +120,7 @@ func (s *Store) ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied
 	hours := map[hourKey][2]int64{}
 	refs := map[refKey]int64{}
 	dims := newClickAnalytics()
+	clicked := clickedCounts{}
 	for _, c := range b.Clicks {
 		if c.Request.Known() && !reqs.first(c.Request) {
 			dups++
@@ -144,6 +145,7 @@ func (s *Store) ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied
 		hours[hk] = v
 		refs[refKey{c.LinkID, time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC), c.Referrer}]++
 		dims.add(c.LinkID, c, at)
+		clicked.add(c.LinkID, at)
 	}
 	if err := upsertHours(ctx, tx, hours); err != nil {
 		return fail(err)
@@ -152,6 +154,11 @@ func (s *Store) ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied
 		return fail(err)
 	}
 	if err := dims.write(ctx, tx); err != nil {
+		return fail(err)
+	}
+	// link.clicked webhooks, sent only once this transaction has counted
+	// the clicks (store/webhooks.go).
+	if err := insertClickedEvents(ctx, tx, fmt.Sprintf("%d/%d@%d", b.Journal, b.Segment, b.From), clicked); err != nil {
 		return fail(err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO click_segments (journal_id, segment, node_id, shipped_to, updated_at)
