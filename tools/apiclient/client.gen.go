@@ -331,16 +331,16 @@ func (e ListLinksParamsOrder) Valid() bool {
 
 // Defines values for ExportLinksParamsFormat.
 const (
-	Csv   ExportLinksParamsFormat = "csv"
-	Jsonl ExportLinksParamsFormat = "jsonl"
+	ExportLinksParamsFormatCsv   ExportLinksParamsFormat = "csv"
+	ExportLinksParamsFormatJsonl ExportLinksParamsFormat = "jsonl"
 )
 
 // Valid indicates whether the value is a known member of the ExportLinksParamsFormat enum.
 func (e ExportLinksParamsFormat) Valid() bool {
 	switch e {
-	case Csv:
+	case ExportLinksParamsFormatCsv:
 		return true
-	case Jsonl:
+	case ExportLinksParamsFormatJsonl:
 		return true
 	default:
 		return false
@@ -359,6 +359,24 @@ func (e LinkStatsParamsInterval) Valid() bool {
 	case LinkStatsParamsIntervalDay:
 		return true
 	case LinkStatsParamsIntervalHour:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LinkStatsParamsFormat.
+const (
+	LinkStatsParamsFormatCsv  LinkStatsParamsFormat = "csv"
+	LinkStatsParamsFormatJson LinkStatsParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the LinkStatsParamsFormat enum.
+func (e LinkStatsParamsFormat) Valid() bool {
+	switch e {
+	case LinkStatsParamsFormatCsv:
+		return true
+	case LinkStatsParamsFormatJson:
 		return true
 	default:
 		return false
@@ -563,10 +581,22 @@ type Stats struct {
 	} `json:"agents"`
 
 	// AsOf every click journaled before this time, on every instance heard from in the last 10 minutes, is counted
-	AsOf     time.Time     `json:"as_of"`
-	Code     string        `json:"code"`
-	From     time.Time     `json:"from"`
-	Interval StatsInterval `json:"interval"`
+	AsOf time.Time `json:"as_of"`
+
+	// Browsers clicks by browser (chrome, firefox, safari, edge, …, other; unknown: analytics off) over the range's whole UTC days
+	Browsers map[string]int `json:"browsers"`
+	Code     string         `json:"code"`
+
+	// Countries clicks by country (ISO 3166-1 alpha-2; ZZ unknown) over the range's whole UTC days; the values sum to those days' clicks. Shown countries must credit DB-IP when the default database is used
+	Countries map[string]int `json:"countries"`
+
+	// Devices clicks by device class (desktop, mobile, tablet, bot; unknown: analytics off) over the range's whole UTC days
+	Devices  map[string]int `json:"devices"`
+	From     time.Time      `json:"from"`
+	Interval StatsInterval  `json:"interval"`
+
+	// Os clicks by operating system (windows, macos, linux, android, ios, chromeos, other; unknown: analytics off) over the range's whole UTC days
+	Os map[string]int `json:"os"`
 
 	// Referrers the 10 referrer hosts with the most clicks; host "" counts clicks without a Referer
 	Referrers []struct {
@@ -578,6 +608,9 @@ type Stats struct {
 	Series []struct {
 		Clicks int       `json:"clicks"`
 		Start  time.Time `json:"start"`
+
+		// Visitors unique visitors of the bucket (HyperLogLog estimate)
+		Visitors int `json:"visitors"`
 	} `json:"series"`
 
 	// To exclusive
@@ -585,6 +618,9 @@ type Stats struct {
 
 	// Total clicks in [from, to)
 	Total int `json:"total"`
+
+	// UniqueVisitors unique visitors of the range (HyperLogLog estimate); a visitor counts once per UTC day
+	UniqueVisitors int `json:"unique_visitors"`
 }
 
 // StatsInterval defines model for Stats.Interval.
@@ -735,10 +771,16 @@ type LinkStatsParams struct {
 
 	// Interval bucket of the series: at most 31 days by hour, 3660 days by day
 	Interval *LinkStatsParamsInterval `form:"interval,omitempty" json:"interval,omitempty"`
+
+	// Format json, or csv: text/csv with a row per count (start,dimension,value,clicks,visitors): a total row per bucket, then a row per UTC day, dimension and value
+	Format *LinkStatsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
 }
 
 // LinkStatsParamsInterval defines parameters for LinkStats.
 type LinkStatsParamsInterval string
+
+// LinkStatsParamsFormat defines parameters for LinkStats.
+type LinkStatsParamsFormat string
 
 // TrendingParams defines parameters for Trending.
 type TrendingParams struct {
@@ -1909,6 +1951,18 @@ func NewLinkStatsRequest(server string, code Code, params *LinkStatsParams) (*ht
 		if params.Interval != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "interval", *params.Interval, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5229,6 +5283,9 @@ func ParseLinkStatsResponse(rsp *http.Response) (*LinkStatsResponse, error) {
 			return nil, err
 		}
 		response.JSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
 
 	}
 
