@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"shortener"
@@ -39,11 +40,102 @@ type visitorKey struct {
 // clickAnalytics gathers a batch's dimension counts and visitor sketches.
 type clickAnalytics struct {
 	dims     map[dimKey]int64
-	visitors map[visitorKey]*analytics.Sketch
+	visitors map[visitorKey]*batchVisitors
+	// written are the sketches the transaction merged into, for
+	// seenVisitors once it commits.
+	written []visitorKey
+}
+
+// batchVisitors are a batch's visitors of one sketch: their sketch, and
+// their distinct hashes while there are at most seenPerKey.
+type batchVisitors struct {
+	sketch *analytics.Sketch
+	hashes []uint64 // nil once there are more than seenPerKey
+	many   bool
+}
+
+func (b *batchVisitors) add(v uint64) {
+	b.sketch.Add(v)
+	if b.many || slices.Contains(b.hashes, v) {
+		return
+	}
+	if len(b.hashes) == seenPerKey {
+		b.hashes, b.many = nil, true
+		return
+	}
+	b.hashes = append(b.hashes, v)
 }
 
 func newClickAnalytics() *clickAnalytics {
-	return &clickAnalytics{dims: map[dimKey]int64{}, visitors: map[visitorKey]*analytics.Sketch{}}
+	return &clickAnalytics{dims: map[dimKey]int64{}, visitors: map[visitorKey]*batchVisitors{}}
+}
+
+// A stored sketch only grows (a merge takes register maxima), so a batch
+// whose visitors of a sketch were all in an earlier batch this process
+// stored would change nothing there; its read, merge and write are
+// skipped. Most clicks are repeat visitors of a link within its hour and
+// day, so this spares most sketch writes (TestSeenVisitorsSkipWrites;
+// BenchmarkShipClicks/analytics). seenVisitors remembers, per sketch,
+// the hashes of batches that committed (a batch whose commit failed, or
+// whose outcome is unknown, is not remembered: it is written again), at
+// most seenPerKey per sketch (a sketch with more visitors is written
+// every batch) and at most seenKeys sketches (past that all are
+// forgotten at once, and the next batches write theirs again).
+const (
+	seenPerKey = 16
+	seenKeys   = 1 << 16
+)
+
+type seenVisitors struct {
+	mu   sync.Mutex
+	keys map[visitorKey][]uint64
+}
+
+func newSeenVisitors() *seenVisitors { return &seenVisitors{keys: map[visitorKey][]uint64{}} }
+
+// covers reports whether every one of b's visitors of k was stored.
+func (s *seenVisitors) covers(k visitorKey, b *batchVisitors) bool {
+	if b.many {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen, ok := s.keys[k]
+	if !ok {
+		return false
+	}
+	for _, v := range b.hashes {
+		if !slices.Contains(seen, v) {
+			return false
+		}
+	}
+	return true
+}
+
+// remember notes the visitors of the sketches a committed batch wrote.
+func (s *seenVisitors) remember(a *clickAnalytics) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range a.written {
+		b := a.visitors[k]
+		seen, tracked := s.keys[k]
+		if b.many || (tracked && seen == nil) {
+			s.keys[k] = nil // too many to remember: always written
+			continue
+		}
+		for _, v := range b.hashes {
+			if !slices.Contains(seen, v) {
+				seen = append(seen, v)
+			}
+		}
+		if len(seen) > seenPerKey {
+			seen = nil
+		}
+		if len(s.keys) >= seenKeys {
+			clear(s.keys)
+		}
+		s.keys[k] = seen
+	}
 }
 
 // add counts click c of link (its LinkID resolved) made at at (UTC).
@@ -56,12 +148,12 @@ func (a *clickAnalytics) add(link int64, c shortener.Click, at time.Time) {
 		return
 	}
 	for _, k := range []visitorKey{{link, "hour", at.Truncate(time.Hour)}, {link, "day", day}} {
-		s := a.visitors[k]
-		if s == nil {
-			s = analytics.NewSketch()
-			a.visitors[k] = s
+		b := a.visitors[k]
+		if b == nil {
+			b = &batchVisitors{sketch: analytics.NewSketch()}
+			a.visitors[k] = b
 		}
-		s.Add(c.Dims.Visitor)
+		b.add(c.Dims.Visitor)
 	}
 }
 
@@ -87,11 +179,18 @@ func clickValues(c shortener.Click) func(yield func(dim, value string) bool) {
 
 // write adds the batch's dimension counts and merges its sketches, in
 // primary key order (the lock order every shipper shares, as upsertHours).
-func (a *clickAnalytics) write(ctx context.Context, tx *sql.Tx) error {
+func (a *clickAnalytics) write(ctx context.Context, tx *sql.Tx, seen *seenVisitors) error {
 	if err := upsertDims(ctx, tx, a.dims); err != nil {
 		return err
 	}
-	return mergeVisitors(ctx, tx, a.visitors)
+	sketches := make(map[visitorKey]*analytics.Sketch, len(a.visitors))
+	for k, b := range a.visitors {
+		if !seen.covers(k, b) {
+			sketches[k] = b.sketch
+			a.written = append(a.written, k)
+		}
+	}
+	return mergeVisitors(ctx, tx, sketches)
 }
 
 func upsertDims(ctx context.Context, tx execer, dims map[dimKey]int64) error {

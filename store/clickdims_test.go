@@ -2,12 +2,14 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"shortener"
 	"shortener/analytics"
+	"shortener/store"
 )
 
 // TestShipClickDims ships analyzed clicks, clicks made with analytics off
@@ -112,5 +114,96 @@ func TestShipClickDims(t *testing.T) {
 	}
 	if len(stats.DayDims) == 0 || !stats.DayDims[0].Day.Equal(day) {
 		t.Errorf("day dims %+v, want the first day's first", stats.DayDims)
+	}
+}
+
+// TestSeenVisitorsSkipWrites: a batch whose visitors of a sketch were all
+// in an earlier committed batch of this process does not write that
+// sketch (the stored one would not change), one with a new visitor
+// does, and a second process, which has stored nothing, writes its own
+// and merges rather than replaces. Shown on the stored row: a marker
+// written over it between batches stays while the batches skip it.
+func TestSeenVisitorsSkipWrites(t *testing.T) {
+	dsn := database(t)
+	st := openStore(t, dsn)
+	ctx := context.Background()
+	if err := st.Migrate(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	day := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
+	if err := st.Create(ctx, shortener.Link{ID: 88, Code: "seen88", URL: "https://example.com/seen", Redirect: 302, CreatedAt: day}); err != nil {
+		t.Fatal(err)
+	}
+	at := day.Add(10 * time.Hour)
+	pos := int64(0)
+	ship := func(st *store.Store, journal int64, visitors ...uint64) {
+		t.Helper()
+		var cs []shortener.Click
+		for _, v := range visitors {
+			// A visitor hash is uniform (SHA-256); HyperLogLog needs it so.
+			h := rand.New(rand.NewPCG(v, 88)).Uint64() | 1
+			cs = append(cs, shortener.Click{LinkID: 88, At: at, Analyzed: true, Dims: shortener.ClickDims{Visitor: h}})
+		}
+		b := shortener.ClickBatch{Journal: journal, Node: 1, Segment: 1, From: pos, To: pos + 1, Clicks: cs}
+		if journal != 1 {
+			b.From, b.To = 0, 1
+		} else {
+			pos++
+		}
+		if applied, _, _, err := st.ShipClicks(ctx, b); err != nil || !applied {
+			t.Fatalf("ship: %v %v", applied, err)
+		}
+	}
+	var stored []byte
+	row := func() []byte {
+		t.Helper()
+		var b []byte
+		if err := db.QueryRowContext(ctx, "SELECT sketch FROM click_visitors WHERE link_id = 88 AND period = 'hour'").Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	set := func(b []byte) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, "UPDATE click_visitors SET sketch = ? WHERE link_id = 88 AND period = 'hour'", b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	visitors := func(want int64) {
+		t.Helper()
+		hourly, err := st.ClickStats(ctx, 88, at.Truncate(time.Hour), at.Truncate(time.Hour).Add(time.Hour), false, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hourly.Visitors != want {
+			t.Errorf("the hour's visitors: %d, want %d", hourly.Visitors, want)
+		}
+	}
+	ship(st, 1, 11, 13, 11)
+	stored = row()
+	set([]byte("marker"))
+	ship(st, 1, 13, 11, 13) // the same visitors again: nothing to write
+	if string(row()) != "marker" {
+		t.Errorf("a batch of visitors already stored wrote the sketch again")
+	}
+	set(stored)
+	ship(st, 1, 11, 17) // a new visitor: written
+	visitors(3)
+	// Another process (another journal) has stored nothing: it writes,
+	// merging with what is there.
+	other := openStore(t, dsn)
+	ship(other, 2, 11, 19)
+	visitors(4)
+	stats, err := st.ClickStats(ctx, 88, day, day.Add(24*time.Hour), true, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Total != 10 || stats.Visitors != 4 {
+		t.Errorf("%d clicks, %d visitors; want 10 clicks of 4 visitors (11, 13, 17, 19)", stats.Total, stats.Visitors)
 	}
 }

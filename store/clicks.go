@@ -153,7 +153,7 @@ func (s *Store) ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied
 	if err := upsertReferrers(ctx, tx, refs); err != nil {
 		return fail(err)
 	}
-	if err := dims.write(ctx, tx); err != nil {
+	if err := dims.write(ctx, tx, s.seen); err != nil {
 		return fail(err)
 	}
 	// link.clicked webhooks, sent only once this transaction has counted
@@ -174,6 +174,7 @@ func (s *Store) ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied
 	if err := tx.Commit(); err != nil {
 		return fail(err)
 	}
+	s.seen.remember(dims)
 	return true, b.To, dups, nil
 }
 

@@ -14,7 +14,10 @@ import (
 // BenchmarkShipClicks ships batches of 10,000 clicks on 100 links (the
 // shipper's batch), with and without nginx's request IDs: what one click
 // costs the shipper and MariaDB together, serially (ns/click), and with
-// requests the dedupe table's share of it.
+// requests the dedupe table's share of it; then with analytics, from 8
+// visitors a link (repeat visitors: after the first batch their sketches
+// are not written again) and from a new visitor each click (every
+// sketch read, merged and written every batch).
 //
 //	SHORTENER_INTEGRATION=1 go test -run '^$' -bench BenchmarkShipClicks -benchtime 20x ./store
 func BenchmarkShipClicks(b *testing.B) {
@@ -32,8 +35,16 @@ func BenchmarkShipClicks(b *testing.B) {
 	const batch = 10000
 	rng := rand.New(rand.NewPCG(1, 2))
 	journals := int64(100)
-	for _, withRequests := range []bool{false, true} {
-		b.Run(fmt.Sprintf("requests=%v", withRequests), func(b *testing.B) {
+	for _, c := range []struct {
+		name         string
+		withRequests bool
+		visitors     int // analyzed clicks from this many visitors a link (0: analytics off; -1: a new one each click)
+	}{
+		{"requests=false", false, 0}, {"requests=true", true, 0},
+		{"analytics/repeat-visitors", true, 8}, {"analytics/new-visitors", true, -1},
+	} {
+		withRequests := c.withRequests
+		b.Run(c.name, func(b *testing.B) {
 			pos := int64(0)
 			journals++ // a fresh journal each run: positions start at 0
 			journal := journals
@@ -42,6 +53,14 @@ func BenchmarkShipClicks(b *testing.B) {
 				at := time.Now().UTC()
 				for i := range cs {
 					cs[i] = shortener.Click{LinkID: int64(1000 + i%100), At: at, Referrer: "t.co"}
+					switch {
+					case c.visitors > 0:
+						cs[i].Analyzed, cs[i].Dims = true, shortener.ClickDims{Country: [2]byte{'U', 'S'}, Browser: 1, OS: 1,
+							Visitor: uint64(i%(100*c.visitors))<<1 | 1}
+					case c.visitors < 0:
+						cs[i].Analyzed, cs[i].Dims = true, shortener.ClickDims{Country: [2]byte{'U', 'S'}, Browser: 1, OS: 1,
+							Visitor: rng.Uint64() | 1}
+					}
 					if withRequests {
 						// Random like nginx's $request_id: what the driver
 						// escapes in a set depends on the bytes.

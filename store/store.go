@@ -60,6 +60,7 @@ type Store struct {
 	db      *sql.DB
 	log     *slog.Logger
 	timeout time.Duration
+	seen    *seenVisitors // the visitor hashes this process's batches stored (clickdims.go)
 }
 
 // Open prepares a pool for cfg, which it validates. It does not connect;
@@ -104,7 +105,7 @@ func Open(cfg Config, log *slog.Logger) (*Store, error) {
 	db.SetMaxOpenConns(cfg.MaxOpen)
 	db.SetMaxIdleConns(cfg.MaxIdle)
 	db.SetConnMaxLifetime(cfg.MaxLifetime)
-	return &Store{db: db, log: log, timeout: cfg.QueryTimeout}, nil
+	return &Store{db: db, log: log, timeout: cfg.QueryTimeout, seen: newSeenVisitors()}, nil
 }
 
 // Close closes the pool.
