@@ -201,6 +201,7 @@ func (c *Cache) replayOnce(ctx context.Context) {
 		c.log.Debug("read pending invalidations", "err", err)
 		return // MySQL is down: keep the set as it is
 	}
+	c.m.replayed.Set(float64(c.now().UnixMilli()) / 1e3)
 	for _, code := range c.pending.replace(invs, c.now(), c.cfg.InvalidationGrace) {
 		c.forget(code) // deleted elsewhere; maybe its message was lost
 	}

@@ -27,6 +27,7 @@ type metrics struct {
 	breakers                *sentinel.Metrics      // read, write
 	events                  *prometheus.CounterVec // event
 	pending                 prometheus.Gauge
+	replayed                prometheus.Gauge
 	invalidated             *prometheus.CounterVec // result: sent, error
 	limits                  *prometheus.CounterVec // result: ok, error, skipped, dropped
 }
@@ -131,6 +132,10 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 			Name: "shortener_invalidations_pending",
 			Help: "Cache invalidations recorded in MySQL and not yet confirmed in Redis.",
 		}),
+		replayed: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "shortener_invalidations_read_timestamp_seconds",
+			Help: "When this instance last read the pending invalidations from MySQL (Unix seconds). While the Redis master is gone that read is its only news of other instances' deletes and edits: a time falling behind means it may serve them stale.",
+		}),
 		invalidated: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shortener_invalidations_total",
 			Help: "Batches of invalidations sent to Redis (DEL + PUBLISH), by result.",
@@ -141,7 +146,7 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 		}, []string{"result"}),
 	}
 	for _, c := range []prometheus.Collector{m.lookups, m.l1, m.redis, m.redisWait, m.stalls, m.fills, m.origin, m.shared,
-		m.events, m.pending, m.invalidated, m.limits} {
+		m.events, m.pending, m.replayed, m.invalidated, m.limits} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

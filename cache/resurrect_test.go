@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"shortener/internal/poll"
 	"shortener/internal/stack"
@@ -419,5 +420,33 @@ func TestStartBypassesPendingInvalidations(t *testing.T) {
 	}
 	if !c.pending.has("gone1") || c.pending.has("c0") {
 		t.Errorf("after LoadPending: gone1 pending %v, c0 pending %v; want true, false", c.pending.has("gone1"), c.pending.has("c0"))
+	}
+}
+
+// downOutbox is an outbox MySQL cannot be read from.
+type downOutbox struct{ fakeOutbox }
+
+func (*downOutbox) PendingInvalidations(context.Context) ([]shortener.Invalidation, error) {
+	return nil, shortener.ErrUnavailable
+}
+
+// TestInvalidationsReadTime: the gauge of the outbox's last read moves
+// with each read that succeeds and stands still while MySQL cannot be
+// read, which is what ShortenerInvalidationsNotRead watches (during a
+// Redis failover that read is an instance's only news of deletes).
+func TestInvalidationsReadTime(t *testing.T) {
+	c := newOfflineCache(t, testLinks(1), testConfig())
+	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	c.now = func() time.Time { return now }
+	c.outbox = &fakeOutbox{}
+	c.replayOnce(context.Background())
+	if got := testutil.ToFloat64(c.m.replayed); got != float64(now.Unix()) {
+		t.Fatalf("after a read: %v, want %v", got, float64(now.Unix()))
+	}
+	c.outbox = &downOutbox{}
+	now = now.Add(time.Minute)
+	c.replayOnce(context.Background())
+	if got := testutil.ToFloat64(c.m.replayed); got != float64(now.Add(-time.Minute).Unix()) {
+		t.Errorf("after a failed read: %v, want the last good read's time", got)
 	}
 }
