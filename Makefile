@@ -16,9 +16,11 @@ build:
 ## deploy/'s own module with the compose stack end to end in Docker (see
 ## deploy-e2e). Sets itself up as make up does: tools/test-deps.sh
 ## installs the Debian packages the tests need when any is missing (as
-## root; otherwise it names them).
+## root; otherwise it names them). The allocation tests run again without
+## -race, whose instrumentation allocates (their files are !race).
 test: test-deps vet lint-openapi apiclient-check
 	$(TESTENV) $(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(TESTENV) $(GO) test -count=1 -run 'AllocatesNothing' ./analytics
 	$(MAKE) deploy-e2e
 
 ## test-deps: install what make test needs (servers, Chromium, Docker,
