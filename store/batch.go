@@ -57,23 +57,17 @@ func (s *Store) insertBatch(ctx context.Context, batch []shortener.Link) ([]shor
 
 // insertRows is insertBatch's statements, on a pool or in a transaction.
 func insertRows(ctx context.Context, db dbtx, batch []shortener.Link) ([]shortener.Link, error) {
-	var q strings.Builder
-	q.WriteString("INSERT INTO links (id, code, url, redirect, created_at, expires_at, owner, disabled, tags, max_visits, password_hash) VALUES ")
 	args := make([]any, 0, 11*len(batch))
 	codes := make([]any, len(batch))
 	for i, l := range batch {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 		args = append(args, l.ID, l.Code, l.URL, l.Redirect, l.CreatedAt.UTC(), nullTime(l.ExpiresAt), nullString(l.Owner),
 			l.Disabled, nullString(joinTags(l.Tags)), nullInt(l.MaxVisits), nullString(l.PasswordHash))
 		codes[i] = l.Code
 	}
 	// A taken code or ID leaves its row as it is (id = id changes
 	// nothing); unlike INSERT IGNORE, every other error is still one.
-	q.WriteString(" ON DUPLICATE KEY UPDATE id = id")
-	if _, err := db.ExecContext(ctx, q.String(), args...); err != nil {
+	if _, err := insertValues(ctx, db, "INSERT INTO links (id, code, url, redirect, created_at, expires_at, owner, disabled, tags, max_visits, password_hash) VALUES ",
+		"(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", " ON DUPLICATE KEY UPDATE id = id", args); err != nil {
 		return nil, err
 	}
 	rows, err := db.QueryContext(ctx, "SELECT "+linkColumns+" FROM links WHERE code IN (?"+strings.Repeat(", ?", len(codes)-1)+")", codes...)

@@ -208,8 +208,8 @@ func upsertDims(ctx context.Context, tx execer, dims map[dimKey]int64) error {
 	for _, k := range keys {
 		args = append(args, k.link, k.day, k.dim, k.value, dims[k])
 	}
-	if err := insertValues(ctx, tx, "INSERT INTO click_dims (link_id, day, dim, value, clicks) VALUES ",
-		" ON DUPLICATE KEY UPDATE clicks = clicks + VALUES(clicks)", 5, args); err != nil {
+	if _, err := insertValues(ctx, tx, "INSERT INTO click_dims (link_id, day, dim, value, clicks) VALUES ", "(?,?,?,?,?)",
+		" ON DUPLICATE KEY UPDATE clicks = clicks + VALUES(clicks)", args); err != nil {
 		return fmt.Errorf("add click dimensions: %w", err)
 	}
 	return nil
@@ -286,8 +286,8 @@ func mergeVisitorChunk(ctx context.Context, tx *sql.Tx, keys []visitorKey, sketc
 		}
 		args = append(args, k.link, k.period, k.start, blob)
 	}
-	if err := insertValues(ctx, tx, "INSERT INTO click_visitors (link_id, period, start, sketch) VALUES ",
-		" ON DUPLICATE KEY UPDATE sketch = VALUES(sketch)", 4, args); err != nil {
+	if _, err := insertValues(ctx, tx, "INSERT INTO click_visitors (link_id, period, start, sketch) VALUES ", "(?,?,?,?)",
+		" ON DUPLICATE KEY UPDATE sketch = VALUES(sketch)", args); err != nil {
 		return fmt.Errorf("write visitor sketches: %w", err)
 	}
 	return nil

@@ -356,29 +356,30 @@ func upsertHours(ctx context.Context, tx execer, hours map[hourKey][2]int64) err
 		v := hours[k]
 		args = append(args, k.link, k.hour, v[0], v[1])
 	}
-	if err := insertValues(ctx, tx, "INSERT INTO click_hours (link_id, hour, clicks, bots) VALUES ",
-		" ON DUPLICATE KEY UPDATE clicks = clicks + VALUES(clicks), bots = bots + VALUES(bots)", 4, args); err != nil {
+	if _, err := insertValues(ctx, tx, "INSERT INTO click_hours (link_id, hour, clicks, bots) VALUES ", "(?,?,?,?)",
+		" ON DUPLICATE KEY UPDATE clicks = clicks + VALUES(clicks), bots = bots + VALUES(bots)", args); err != nil {
 		return fmt.Errorf("add click hours: %w", err)
 	}
 	return nil
 }
 
-// insertValues runs one INSERT of rows of width values each (args holds
-// them back to back): head, then "(?,…)" per row, then tail.
-func insertValues(ctx context.Context, tx execer, head, tail string, width int, args []any) error {
-	row := "(?" + strings.Repeat(",?", width-1) + ")"
+// insertValues runs one multi-row INSERT: head, then row (a tuple of
+// placeholders and SQL, e.g. "(?, ?, NOW(3))") once per row, then tail;
+// args hold the rows' values back to back, as many per row as row has
+// placeholders. Every multi-row insert of the store goes through it.
+func insertValues(ctx context.Context, x execer, head, row, tail string, args []any) (sql.Result, error) {
+	n := len(args) / strings.Count(row, "?")
 	var q strings.Builder
-	q.Grow(len(head) + len(tail) + (len(row)+1)*len(args)/width)
+	q.Grow(len(head) + len(tail) + (len(row)+1)*n)
 	q.WriteString(head)
-	for i := 0; i < len(args)/width; i++ {
+	for i := range n {
 		if i > 0 {
 			q.WriteString(",")
 		}
 		q.WriteString(row)
 	}
 	q.WriteString(tail)
-	_, err := tx.ExecContext(ctx, q.String(), args...)
-	return err
+	return x.ExecContext(ctx, q.String(), args...)
 }
 
 func upsertReferrers(ctx context.Context, tx execer, refs map[refKey]int64) error {
@@ -403,8 +404,8 @@ func upsertReferrers(ctx context.Context, tx execer, refs map[refKey]int64) erro
 	for _, k := range keys {
 		args = append(args, k.link, k.day, k.host, refs[k])
 	}
-	if err := insertValues(ctx, tx, "INSERT INTO click_referrers (link_id, day, host, clicks) VALUES ",
-		" ON DUPLICATE KEY UPDATE clicks = clicks + VALUES(clicks)", 4, args); err != nil {
+	if _, err := insertValues(ctx, tx, "INSERT INTO click_referrers (link_id, day, host, clicks) VALUES ", "(?,?,?,?)",
+		" ON DUPLICATE KEY UPDATE clicks = clicks + VALUES(clicks)", args); err != nil {
 		return fmt.Errorf("add click referrers: %w", err)
 	}
 	return nil

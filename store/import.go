@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"shortener"
-	"strings"
 )
 
 // importBatch is how many links one INSERT of Import carries: large enough
@@ -24,17 +23,11 @@ func (s *Store) Import(ctx context.Context, links []shortener.Link) (int64, erro
 	var inserted int64
 	for start := 0; start < len(links); start += importBatch {
 		batch := links[start:min(start+importBatch, len(links))]
-		var q strings.Builder
-		q.WriteString("INSERT IGNORE INTO links (id, code, url, redirect, created_at, expires_at) VALUES ")
 		args := make([]any, 0, 6*len(batch))
-		for i, l := range batch {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString("(?, ?, ?, ?, ?, ?)")
+		for _, l := range batch {
 			args = append(args, l.ID, l.Code, l.URL, l.Redirect, l.CreatedAt.UTC(), nullTime(l.ExpiresAt))
 		}
-		n, err := s.execBatch(ctx, q.String(), args)
+		n, err := s.execBatch(ctx, "INSERT IGNORE INTO links (id, code, url, redirect, created_at, expires_at) VALUES ", "(?, ?, ?, ?, ?, ?)", args)
 		if err != nil {
 			return inserted, fmt.Errorf("import links %d-%d: %w: %w", start, start+len(batch)-1, shortener.ErrUnavailable, err)
 		}
@@ -43,10 +36,10 @@ func (s *Store) Import(ctx context.Context, links []shortener.Link) (int64, erro
 	return inserted, nil
 }
 
-func (s *Store) execBatch(ctx context.Context, query string, args []any) (int64, error) {
+func (s *Store) execBatch(ctx context.Context, head, row string, args []any) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	res, err := s.db.ExecContext(ctx, query, args...)
+	res, err := insertValues(ctx, s.db, head, row, "", args)
 	if err != nil {
 		return 0, err
 	}

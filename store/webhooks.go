@@ -324,18 +324,12 @@ const deliveriesPerInsert = 500
 func insertDeliveries(ctx context.Context, tx dbtx, rows []deliveryRow) error {
 	for start := 0; start < len(rows); start += deliveriesPerInsert {
 		part := rows[start:min(start+deliveriesPerInsert, len(rows))]
-		var q strings.Builder
-		q.WriteString("INSERT INTO webhook_deliveries (webhook_id, event_id, type, event_at, data, created_at, next_at) VALUES ")
 		args := make([]any, 0, 5*len(part))
-		for i, r := range part {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString("(?, ?, ?, COALESCE(?, NOW(3)), ?, NOW(3), NOW(3))")
+		for _, r := range part {
 			args = append(args, r.webhook, r.event, string(r.typ), nullTime(r.at), r.data)
 		}
-		q.WriteString(" ON DUPLICATE KEY UPDATE id = id")
-		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+		if _, err := insertValues(ctx, tx, "INSERT INTO webhook_deliveries (webhook_id, event_id, type, event_at, data, created_at, next_at) VALUES ",
+			"(?, ?, ?, COALESCE(?, NOW(3)), ?, NOW(3), NOW(3))", " ON DUPLICATE KEY UPDATE id = id", args); err != nil {
 			return fmt.Errorf("record webhook deliveries: %w", err)
 		}
 	}
