@@ -436,14 +436,15 @@ func (h *Handler) follow(c echo.Context, l shortener.Link, now time.Time) error 
 	if h.d.Clicks != nil && c.Request().Method != http.MethodHead {
 		r := c.Request()
 		viaProxy := h.proxies.trusts(r) // the peer parsed once per click
-		agent := h.agents.class(r.Header.Get("User-Agent"))
-		dims, analyzed := h.dimsOf(r, viaProxy, agent == shortener.AgentBot, now)
+		addr, ua := clientAddr(r, viaProxy), r.Header.Get("User-Agent")
+		agent := h.agents.class(ua)
+		dims, analyzed := h.dimsOf(addr, ua, agent == shortener.AgentBot, now)
 		h.d.Clicks.Record(shortener.Click{
 			LinkID: l.ID, Code: l.Code, At: now.UTC(),
 			Referrer: referrerHost(r.Header.Get("Referer")),
 			Agent:    agent,
 			Request:  h.clickRequest(r, viaProxy),
-			Client:   h.clientOf(r, viaProxy),
+			Client:   h.clientOf(addr, ua),
 			Analyzed: analyzed,
 			Dims:     dims,
 		})
@@ -496,30 +497,28 @@ func clientAddr(r *http.Request, viaProxy bool) string {
 }
 
 // dimsOf derives a click's analytics dimensions from the client's address
-// and agent (bot is the agent's class): false when analytics are off.
-func (h *Handler) dimsOf(r *http.Request, viaProxy, bot bool, at time.Time) (shortener.ClickDims, bool) {
+// (clientAddr's) and agent (bot is the agent's class): false when
+// analytics are off.
+func (h *Handler) dimsOf(ip, ua string, bot bool, at time.Time) (shortener.ClickDims, bool) {
 	if h.d.Analytics == nil {
 		return shortener.ClickDims{}, false
 	}
-	ip := clientAddr(r, viaProxy)
 	if len(ip) > 1 && ip[0] == '[' && ip[len(ip)-1] == ']' { // an IPv6 peer
 		ip = ip[1 : len(ip)-1]
 	}
 	addr, _ := netip.ParseAddr(ip) // invalid: the zero Addr, an unknown country
-	d := h.d.Analytics.Enrich(addr.Unmap(), r.Header.Get("User-Agent"), bot, at)
+	d := h.d.Analytics.Enrich(addr.Unmap(), ua, bot, at)
 	return shortener.ClickDims{Country: d.Country, Browser: uint8(d.Agent.Browser), OS: uint8(d.Agent.OS),
 		Device: uint8(d.Agent.Device), Visitor: d.Visitor}, true
 }
 
-// clientOf is the click's Client: a hash of the client's address (the
-// proxy's X-Real-IP when the peer is a trusted proxy) and its agent,
-// under this process's random seed. Never 0.
-func (h *Handler) clientOf(r *http.Request, viaProxy bool) uint64 {
-	addr := clientAddr(r, viaProxy)
+// clientOf is the click's Client: a hash of the client's address
+// (clientAddr's) and its agent, under this process's random seed. Never 0.
+func (h *Handler) clientOf(addr, ua string) uint64 {
 	var m maphash.Hash // on the stack: no allocation per redirect
 	m.SetSeed(h.clientSeed)
 	m.WriteString(addr)
 	m.WriteByte(0)
-	m.WriteString(r.Header.Get("User-Agent"))
+	m.WriteString(ua)
 	return m.Sum64() | 1
 }
