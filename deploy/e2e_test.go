@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"shortener/analytics"
 	"shortener/internal/poll"
 )
 
@@ -145,8 +146,8 @@ func TestComposeEndToEnd(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join("build", "geo"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := os.ReadFile(filepath.Join("..", "tools", "geo", "node_modules", "@ip-location-db", "dbip-country-mmdb", "dbip-country.mmdb")); err == nil {
-		if err := os.WriteFile(filepath.Join("build", "geo", "dbip-country.mmdb"), b, 0o644); err != nil {
+	if b, err := os.ReadFile(analytics.DefaultGeoDB("..")); err == nil {
+		if err := os.WriteFile(filepath.Join("build", "geo", filepath.Base(analytics.GeoDBPath)), b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
