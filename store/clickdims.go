@@ -141,8 +141,8 @@ func (s *seenVisitors) remember(a *clickAnalytics) {
 // add counts click c of link (its LinkID resolved) made at at (UTC).
 func (a *clickAnalytics) add(link int64, c shortener.Click, at time.Time) {
 	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC)
-	for dim, value := range clickValues(c) {
-		a.dims[dimKey{link, day, dim, value}]++
+	for i, value := range clickValues(c) {
+		a.dims[dimKey{link, day, shortener.Dimensions[i], value}]++
 	}
 	if !c.Analyzed || c.Dims.Visitor == 0 {
 		return
@@ -157,24 +157,19 @@ func (a *clickAnalytics) add(link int64, c shortener.Click, at time.Time) {
 	}
 }
 
-// clickValues yields a click's value of each dimension.
-func clickValues(c shortener.Click) func(yield func(dim, value string) bool) {
-	return func(yield func(string, string) bool) {
-		if !c.Analyzed {
-			device := unknownValue
-			if c.Agent == shortener.AgentBot {
-				device = analytics.DeviceBot.String()
-			}
-			_ = yield(shortener.DimCountry, analytics.Country{}.String()) && yield(shortener.DimBrowser, unknownValue) &&
-				yield(shortener.DimOS, unknownValue) && yield(shortener.DimDevice, device)
-			return
+// clickValues are a click's value of each dimension, in
+// shortener.Dimensions' order (country, browser, OS, device).
+func clickValues(c shortener.Click) [4]string {
+	if !c.Analyzed {
+		device := unknownValue
+		if c.Agent == shortener.AgentBot {
+			device = analytics.DeviceBot.String()
 		}
-		d := c.Dims
-		_ = yield(shortener.DimCountry, analytics.Country(d.Country).String()) &&
-			yield(shortener.DimBrowser, analytics.Browser(d.Browser).String()) &&
-			yield(shortener.DimOS, analytics.OS(d.OS).String()) &&
-			yield(shortener.DimDevice, analytics.Device(d.Device).String())
+		return [4]string{analytics.Country{}.String(), unknownValue, unknownValue, device}
 	}
+	d := c.Dims
+	return [4]string{analytics.Country(d.Country).String(), analytics.Browser(d.Browser).String(),
+		analytics.OS(d.OS).String(), analytics.Device(d.Device).String()}
 }
 
 // write adds the batch's dimension counts and merges its sketches, in
