@@ -89,6 +89,18 @@ type refKey struct {
 // (Click.Request) is counted already, from this batch or any other
 // journal's, is not counted again; dups says how many such were skipped.
 func (s *Store) ShipClicks(ctx context.Context, b shortener.ClickBatch) (applied bool, pos int64, dups int, err error) {
+	// A try that a certification conflict aborted changed nothing; the
+	// next reads the segment's position again, so a batch that another
+	// shipper's transaction counted meanwhile is not counted twice.
+	for try := 1; ; try++ {
+		if applied, pos, dups, err = s.shipClicks(ctx, b); !s.again(ctx, err, try) {
+			return applied, pos, dups, err
+		}
+	}
+}
+
+// shipClicks is one try of ShipClicks.
+func (s *Store) shipClicks(ctx context.Context, b shortener.ClickBatch) (applied bool, pos int64, dups int, err error) {
 	ctx, cancel := context.WithTimeout(ctx, batchTimeoutFactor*s.timeout)
 	defer cancel()
 	fail := func(err error) (bool, int64, int, error) {
@@ -441,6 +453,15 @@ func (s *Store) CaughtUp(ctx context.Context, journal, node int64, at time.Time)
 // transaction that each of them is counted whole
 // (click_segments_forgotten): a restored copy of one counts nothing.
 func (s *Store) ForgetSegments(ctx context.Context, journal, through int64) error {
+	for try := 1; ; try++ {
+		if err := s.forgetSegments(ctx, journal, through); !s.again(ctx, err, try) {
+			return err
+		}
+	}
+}
+
+// forgetSegments is one try of ForgetSegments.
+func (s *Store) forgetSegments(ctx context.Context, journal, through int64) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	fail := func(err error) error {

@@ -18,6 +18,15 @@ import (
 // deleted one shortener.ErrGone; an expired link may be edited (given a
 // later expiry, it redirects again).
 func (s *Store) Update(ctx context.Context, code string, p shortener.LinkPatch, now time.Time) (shortener.Link, error) {
+	for try := 1; ; try++ {
+		if l, err := s.update(ctx, code, p, now); !s.again(ctx, err, try) {
+			return l, err
+		}
+	}
+}
+
+// update is one try of Update.
+func (s *Store) update(ctx context.Context, code string, p shortener.LinkPatch, now time.Time) (shortener.Link, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	fail := func(err error) (shortener.Link, error) {

@@ -19,15 +19,14 @@ import (
 func (s *Store) CreateIdempotent(ctx context.Context, l shortener.Link, idem shortener.Idempotency) (_ shortener.Link, replayed bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	for attempt := 0; ; attempt++ {
+	for try := 1; ; try++ {
 		l2, replayed, err := s.createIdempotent(ctx, l, idem)
-		// Requests racing to reclaim an expired key can deadlock; InnoDB
-		// rolls one back, and it is safe to run again.
-		var me *mysql.MySQLError
-		if attempt < 3 && errors.As(err, &me) && me.Number == 1213 {
-			continue
+		// Requests racing to reclaim an expired key can deadlock, and on
+		// Galera two through different nodes conflict at commit; one is
+		// rolled back, and it is safe to run again.
+		if !s.again(ctx, err, try) {
+			return l2, replayed, err
 		}
-		return l2, replayed, err
 	}
 }
 

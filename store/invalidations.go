@@ -15,6 +15,15 @@ import (
 // Deleting a missing link returns shortener.ErrNotFound, an already
 // deleted one shortener.ErrGone.
 func (s *Store) Delete(ctx context.Context, code string, now time.Time) error {
+	for try := 1; ; try++ {
+		if err := s.delete(ctx, code, now); !s.again(ctx, err, try) {
+			return err
+		}
+	}
+}
+
+// delete is one try of Delete.
+func (s *Store) delete(ctx context.Context, code string, now time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	tx, err := s.db.BeginTx(ctx, nil)

@@ -30,6 +30,18 @@ func (e *NodeHeldError) Error() string {
 // still live (*NodeHeldError). It returns the node's reserved time: no ID
 // at or below it may be issued.
 func (s *Store) ClaimNode(ctx context.Context, nodeID int64, owner string, ttl time.Duration) (reserved time.Time, err error) {
+	// Two claims through different Galera nodes both read the lease as
+	// free; certification lets one commit and aborts the other, whose
+	// next try reads the winner's lease and is refused.
+	for try := 1; ; try++ {
+		if reserved, err = s.claimNode(ctx, nodeID, owner, ttl); !s.again(ctx, err, try) {
+			return reserved, err
+		}
+	}
+}
+
+// claimNode is one try of ClaimNode.
+func (s *Store) claimNode(ctx context.Context, nodeID int64, owner string, ttl time.Duration) (reserved time.Time, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	tx, err := s.db.BeginTx(ctx, nil)

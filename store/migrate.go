@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -49,13 +51,9 @@ func migrations() ([]migration, error) {
 	return ms, nil
 }
 
-// migrateLock names the MySQL advisory lock that serialises migrations
-// across instances starting at the same moment.
-const migrateLock = "shortener.migrate"
-
 // Migrate applies the embedded migrations that the database lacks. Two
-// instances may call it at once: a named lock (GET_LOCK) held on one
-// connection lets one apply while the other waits, then finds nothing to do.
+// instances may call it at once: the one that takes the lock row applies
+// them while the other waits, then finds nothing to do (lockMigrations).
 func (s *Store) Migrate(ctx context.Context, wait time.Duration) error {
 	ms, err := migrations()
 	if err != nil {
@@ -64,25 +62,17 @@ func (s *Store) Migrate(ctx context.Context, wait time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 
-	// GET_LOCK belongs to a session, so everything runs on one connection.
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("migrate: connect: %w", err)
 	}
 	defer conn.Close()
 
-	var got sql.NullInt64
-	secs := int(wait / time.Second)
-	if secs < 1 {
-		secs = 1
+	unlock, err := lockMigrations(ctx, conn, wait)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
 	}
-	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", migrateLock, secs).Scan(&got); err != nil {
-		return fmt.Errorf("migrate: lock: %w", err)
-	}
-	if !got.Valid || got.Int64 != 1 {
-		return fmt.Errorf("migrate: lock %q not acquired within %s", migrateLock, wait)
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(?)", migrateLock) //nolint:errcheck // the session ends with the connection anyway
+	defer unlock()
 
 	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    INT          NOT NULL PRIMARY KEY,
@@ -124,4 +114,54 @@ func (s *Store) Migrate(ctx context.Context, wait time.Duration) error {
 		s.log.Info("migration applied", "version", m.version, "name", m.name)
 	}
 	return nil
+}
+
+// lockMigrations takes the migration lock, a row in schema_lock, waiting
+// up to wait for it; unlock gives it back. It is a row rather than
+// GET_LOCK, which is the same server's alone: on a Galera cluster two
+// instances migrating through different nodes were both granted it
+// (checked by hand). Taking the row is one UPDATE that matches only a
+// free row, so two takers through one node queue on its lock, and two
+// through different nodes conflict at certification, where the loser's
+// statement is run again by the server (wsrep_retry_autocommit) and then
+// matches nothing. The lock lapses after wait, so an instance that dies
+// holding it delays the next start by no more than that.
+func lockMigrations(ctx context.Context, conn *sql.Conn, wait time.Duration) (unlock func(), err error) {
+	for _, q := range []string{
+		`CREATE TABLE IF NOT EXISTS schema_lock (
+			id     TINYINT     NOT NULL PRIMARY KEY,
+			holder VARCHAR(64) NULL,
+			until  DATETIME(3) NULL
+		) ENGINE=InnoDB`,
+		"INSERT INTO schema_lock (id) VALUES (1) ON DUPLICATE KEY UPDATE id = id",
+	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return nil, fmt.Errorf("lock: %w", err)
+		}
+	}
+	var b [12]byte
+	rand.Read(b[:]) //nolint:errcheck // never fails (crypto/rand)
+	holder := hex.EncodeToString(b[:])
+	ms := max(wait.Milliseconds(), 1000)
+	for {
+		res, err := conn.ExecContext(ctx, `UPDATE schema_lock SET holder = ?, until = NOW(3) + INTERVAL ? * 1000 MICROSECOND
+			WHERE id = 1 AND (holder IS NULL OR until < NOW(3))`, holder, ms)
+		if err != nil {
+			return nil, fmt.Errorf("lock: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, fmt.Errorf("lock: %w", err)
+		} else if n == 1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("lock not acquired within %s: %w", wait, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return func() {
+		// A failed release lapses by itself after wait.
+		conn.ExecContext(context.WithoutCancel(ctx), "UPDATE schema_lock SET holder = NULL, until = NULL WHERE id = 1 AND holder = ?", holder) //nolint:errcheck
+	}, nil
 }

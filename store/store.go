@@ -8,17 +8,22 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"shortener"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config tunes the connection pool and deadlines.
@@ -29,6 +34,14 @@ type Config struct {
 	MaxLifetime  time.Duration // recycle connections after this long
 	DialTimeout  time.Duration // TCP connect deadline
 	QueryTimeout time.Duration // deadline of every query
+	// Nodes, if set, are the host:port addresses of every node of a
+	// MariaDB Galera cluster, in the order every instance prefers them as
+	// the writer (cluster.go); the DSN's own address is then unused. With
+	// one node or none the store talks to the DSN's address alone.
+	Nodes []string
+	// ProbeEvery is how often each node's health is probed with Nodes;
+	// default 250ms. A probe's deadline is DialTimeout (default 500ms).
+	ProbeEvery time.Duration
 }
 
 // Validate reports every setting Open cannot work with, all at once,
@@ -52,6 +65,18 @@ func (c Config) Validate() error {
 	if c.QueryTimeout <= 0 {
 		bad("QueryTimeout", "must be positive, got %s", c.QueryTimeout)
 	}
+	seen := map[string]bool{}
+	for _, n := range c.Nodes {
+		if host, port, err := net.SplitHostPort(n); err != nil || host == "" || port == "" {
+			bad("Nodes", "%q is not host:port", n)
+		} else if seen[n] {
+			bad("Nodes", "%q is listed twice", n)
+		}
+		seen[n] = true
+	}
+	if c.ProbeEvery < 0 {
+		bad("ProbeEvery", "must not be negative, got %s", c.ProbeEvery)
+	}
 	return errors.Join(errs...)
 }
 
@@ -61,6 +86,8 @@ type Store struct {
 	log     *slog.Logger
 	timeout time.Duration
 	seen    *seenVisitors // the visitor hashes this process's batches stored (clickdims.go)
+	cluster *cluster      // the Galera nodes (Config.Nodes), or nil
+	retries atomic.Uint64 // writes run again (again)
 }
 
 // Open prepares a pool for cfg, which it validates. It does not connect;
@@ -97,19 +124,69 @@ func Open(cfg Config, log *slog.Logger) (*Store, error) {
 	if dc.WriteTimeout == 0 {
 		dc.WriteTimeout = 2 * cfg.QueryTimeout
 	}
-	conn, err := mysql.NewConnector(dc)
-	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+	s := &Store{log: log, timeout: cfg.QueryTimeout, seen: newSeenVisitors()}
+	var conn driver.Connector
+	if len(cfg.Nodes) > 1 {
+		if s.cluster, err = newCluster(dc, cfg.Nodes, cmp.Or(cfg.DialTimeout, 500*time.Millisecond),
+			cmp.Or(cfg.ProbeEvery, 250*time.Millisecond), log); err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		s.cluster.retries = &s.retries
+		conn = s.cluster
+	} else {
+		if len(cfg.Nodes) == 1 {
+			dc.Net, dc.Addr = "tcp", cfg.Nodes[0]
+		}
+		if conn, err = mysql.NewConnector(dc); err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
 	}
-	db := sql.OpenDB(conn)
-	db.SetMaxOpenConns(cfg.MaxOpen)
-	db.SetMaxIdleConns(cfg.MaxIdle)
-	db.SetConnMaxLifetime(cfg.MaxLifetime)
-	return &Store{db: db, log: log, timeout: cfg.QueryTimeout, seen: newSeenVisitors()}, nil
+	s.db = sql.OpenDB(conn)
+	s.db.SetMaxOpenConns(cfg.MaxOpen)
+	s.db.SetMaxIdleConns(cfg.MaxIdle)
+	s.db.SetConnMaxLifetime(cfg.MaxLifetime)
+	if s.cluster != nil {
+		// Idle connections to the old writer go at once; those in use
+		// are dropped when they come back (nodeConn.IsValid).
+		s.cluster.onSwitch = func() {
+			s.db.SetMaxIdleConns(-1)
+			s.db.SetMaxIdleConns(cfg.MaxIdle)
+		}
+		go s.cluster.run()
+	}
+	return s, nil
 }
 
-// Close closes the pool.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the pool (and stops probing the cluster's nodes).
+func (s *Store) Close() error {
+	if s.cluster != nil {
+		s.cluster.close()
+	}
+	return s.db.Close()
+}
+
+// Writer returns the address of the node writes go to: with Config.Nodes
+// the cluster's current writer, "" otherwise.
+func (s *Store) Writer() string {
+	if s.cluster == nil {
+		return ""
+	}
+	return s.cluster.Writer()
+}
+
+// WriteRetries returns how many writes ran again after a certification
+// conflict or a refusal by a node outside the primary component.
+func (s *Store) WriteRetries() uint64 { return s.retries.Load() }
+
+// Collector returns the cluster's metrics (which node is up, which one
+// this instance writes through, how often it moved), or nil without
+// Config.Nodes.
+func (s *Store) Collector() prometheus.Collector {
+	if s.cluster == nil {
+		return nil
+	}
+	return s.cluster
+}
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {

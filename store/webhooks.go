@@ -39,6 +39,15 @@ type dbtx interface {
 // (shortener.ErrWebhookLimit). Concurrent creates of one owner queue on
 // its rows, so the limit holds.
 func (s *Store) CreateWebhook(ctx context.Context, w shortener.Webhook, limit int) error {
+	for try := 1; ; try++ {
+		if err := s.createWebhook(ctx, w, limit); !s.again(ctx, err, try) {
+			return err
+		}
+	}
+}
+
+// createWebhook is one try of CreateWebhook.
+func (s *Store) createWebhook(ctx context.Context, w shortener.Webhook, limit int) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	fail := func(err error) error {
@@ -241,6 +250,15 @@ func ownersSubscribed(ctx context.Context, q dbtx, typ shortener.EventType, owne
 // createWithEvent is Create for a link whose owner has a webhook
 // subscribed to creates: the link and its event in one transaction.
 func (s *Store) createWithEvent(ctx context.Context, l shortener.Link) error {
+	for try := 1; ; try++ {
+		if err := s.createWithEventOnce(ctx, l); !s.again(ctx, err, try) {
+			return err
+		}
+	}
+}
+
+// createWithEventOnce is one try of createWithEvent.
+func (s *Store) createWithEventOnce(ctx context.Context, l shortener.Link) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("create link %s: %w: %w", l.Code, shortener.ErrUnavailable, err)

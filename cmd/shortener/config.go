@@ -123,6 +123,7 @@ func (c *Config) settings() []setting {
 		{"dev-code-key", &c.Node.DevCodeKey, false, "allow the built-in code key, whose codes anyone can decode (development only)"},
 
 		{"mysql-dsn", (*dsn)(&c.MySQL.DSN), "", "MySQL DSN, user:pass@tcp(host:port)/db (required)"},
+		{"mysql-nodes", (*list)(&c.MySQL.Nodes), "", "comma-separated host:port of every node of a MariaDB Galera cluster, in the order instances prefer them for writes; the DSN's address is then unused (empty: the DSN's server alone)"},
 		{"mysql-max-open", &c.MySQL.MaxOpen, 32, "MySQL pool size"},
 		{"mysql-max-idle", &c.MySQL.MaxIdle, 0, "idle MySQL connections kept (0: as many as mysql-max-open; fewer makes the pool close and reopen connections as the load varies)"},
 		{"mysql-timeout", &c.MySQL.QueryTimeout, time.Second, "deadline of every MySQL query"},

@@ -85,6 +85,9 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 		return err
 	}
 	defer st.Close()
+	if c := st.Collector(); c != nil {
+		reg.MustRegister(c)
+	}
 	node, err := claimNode(ctx, &cfg, st, now, log, reg)
 	if err != nil {
 		return err
