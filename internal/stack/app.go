@@ -45,7 +45,8 @@ func appKind() kind {
 	}
 }
 
-// appEnv is an app's whole environment: its SHORTENER_* settings, the
+// appEnv is an app's whole environment: its SHORTENER_* settings (with
+// Galera, SHORTENER_MYSQL_NODES, every node's SQL address), the
 // data tier's passwords (read from the state directory with the Stack),
 // the API and code keys read from their files at each start (so that no
 // secret lands in stack.json), then Config.AppEnv, which may override any
@@ -66,6 +67,11 @@ func appEnv(p *Proc) ([]string, error) {
 		"SHORTENER_CLICKS_DIR=" + p.ClicksDir(),
 		"SHORTENER_REDIS_PASSWORD=" + p.s.redisPassword,
 		"SHORTENER_SENTINEL_PASSWORD=" + p.s.sentinelPassword,
+	}
+	if p.s.Galera() {
+		// Every node, in order: the app writes through the first that
+		// is healthy.
+		env = append(env, "SHORTENER_MYSQL_NODES="+strings.Join(p.s.MySQLAddrs(), ","))
 	}
 	for _, secret := range []struct{ file, env string }{
 		{st.APIKeyFile, "SHORTENER_API_KEY"}, {st.CodeKeyFile, "SHORTENER_CODE_KEY"},

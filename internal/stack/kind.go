@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -112,7 +113,9 @@ func isExecutable(path string) bool {
 }
 
 // Program is an executable the stack runs, with the Debian package that
-// ships it, so that a missing one can be named and installed.
+// ships it, so that a missing one can be named and installed. A Name
+// that is an absolute path is a file that must exist, such as the Galera
+// library MariaDB loads.
 type Program struct {
 	Name    string // e.g. "mariadbd"
 	Package string // e.g. "mariadb-server"
@@ -127,6 +130,11 @@ var debianPackages = map[string]string{
 	"redis-sentinel":     "redis-sentinel",
 	"nginx":              "nginx",
 	iptablesProgram:      "iptables",
+	// A Galera cluster's (galera.go): the provider library, and the
+	// state transfer's backup tool and its pipe.
+	galeraProvider: "galera-4",
+	"mariabackup":  "mariadb-backup",
+	"socat":        "socat",
 }
 
 // Programs lists every installed program the stack may run: the servers,
@@ -149,9 +157,24 @@ func programs(ks ...kind) []Program {
 	return out
 }
 
+// GaleraPrograms lists what a stack with Config.Galera needs besides
+// Programs: the Galera library and the state transfer's programs. They
+// are apart because the default stack runs without them.
+func GaleraPrograms() []Program {
+	return slices.DeleteFunc(programs(galeraKind()), func(g Program) bool {
+		return slices.Contains(programs(mysqlKind()), g)
+	})
+}
+
 // MissingPrograms returns the programs of Programs that are not installed.
 func MissingPrograms() []Program {
 	return missing(Programs())
+}
+
+// MissingGaleraPrograms returns the programs of GaleraPrograms that are
+// not installed.
+func MissingGaleraPrograms() []Program {
+	return missing(GaleraPrograms())
 }
 
 func missing(progs []Program) []Program {
@@ -192,8 +215,15 @@ func Packages(progs []Program) []string {
 }
 
 // programPath finds name on PATH or in the sbin directories, which a
-// non-login root shell or CI's environment may leave off PATH.
+// non-login root shell or CI's environment may leave off PATH; an
+// absolute name (a library) needs only to exist.
 func programPath(name string) (string, error) {
+	if filepath.IsAbs(name) {
+		if _, err := os.Stat(name); err != nil {
+			return "", fmt.Errorf("%w: %s", ErrMissingProgram, name)
+		}
+		return name, nil
+	}
 	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}

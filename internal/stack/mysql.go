@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -47,16 +48,38 @@ func mysqlKind() kind {
 func mysqlDataDir(p *Proc) string { return filepath.Join(p.dir(), "data") }
 func mysqlTmpDir(p *Proc) string  { return filepath.Join(p.dir(), "tmp") }
 
+// mysqlSocket is the server's unix socket: the stack's for its one
+// MariaDB, and beside it one per Galera node ("…/mysql-1.sock"), still
+// short enough for a sockaddr_un (socketPath leaves room).
+func (p *Proc) mysqlSocket() string {
+	if !p.galera() {
+		return p.s.st.MySQLSocket
+	}
+	return strings.TrimSuffix(p.s.st.MySQLSocket, ".sock") + strings.TrimPrefix(p.Name, "mysql") + ".sock"
+}
+
+// hasSystemTables reports whether the server's data directory holds an
+// installed MariaDB.
+func hasSystemTables(p *Proc) bool {
+	_, err := os.Stat(filepath.Join(mysqlDataDir(p), "mysql"))
+	return err == nil
+}
+
 // configureMySQL initialises the data directory unless it already holds
 // one, so a restart or a second Start keeps the data.
 func configureMySQL(ctx context.Context, p *Proc, _ bool) error {
 	if err := os.MkdirAll(mysqlTmpDir(p), 0o755); err != nil {
 		return err
 	}
-	data := mysqlDataDir(p)
-	if _, err := os.Stat(filepath.Join(data, "mysql")); err == nil {
+	if hasSystemTables(p) {
 		return nil
 	}
+	return installDB(ctx, p)
+}
+
+// installDB makes a new data directory with mariadb-install-db.
+func installDB(ctx context.Context, p *Proc) error {
+	data := mysqlDataDir(p)
 	// No system tables: nothing there, or an install that was interrupted.
 	if err := os.RemoveAll(data); err != nil {
 		return err
@@ -89,7 +112,7 @@ func mysqlArgs(p *Proc) []string {
 		"--datadir=" + mysqlDataDir(p),
 		"--port=" + strconv.Itoa(p.Port),
 		"--bind-address=127.0.0.1",
-		"--socket=" + p.s.st.MySQLSocket,
+		"--socket=" + p.mysqlSocket(),
 		"--pid-file=" + filepath.Join(p.dir(), "mariadbd.pid"),
 		"--user=root",
 		"--skip-log-bin",
@@ -129,7 +152,7 @@ func setupMySQL(ctx context.Context, p *Proc) error {
 				fmt.Sprintf("GRANT %s ON %s.* TO '%s'@'%s'", u.grant, db, u.user, host))
 		}
 	}
-	if err := p.s.asRoot(ctx, stmts...); err != nil {
+	if err := asRoot(ctx, p, stmts...); err != nil {
 		return fmt.Errorf("create database and users: %w", err)
 	}
 	return nil
@@ -138,7 +161,9 @@ func setupMySQL(ctx context.Context, p *Proc) error {
 // AddDatabase creates the empty database name beside the stack's own,
 // the application user holding all privileges on it, and returns that
 // user's DSN for it: tests that share one stack each get a schema of
-// their own (package stacktest). name must match [A-Za-z0-9_]+.
+// their own (package stacktest). name must match [A-Za-z0-9_]+. On a
+// Galera cluster it runs on the first node, whose address the DSN names;
+// the cluster replicates the database and the grant to the others.
 func (s *Stack) AddDatabase(ctx context.Context, name string) (string, error) {
 	if !namePattern.MatchString(name) {
 		return "", fmt.Errorf("%w: database name %q: want [A-Za-z0-9_]+", ErrConfig, name)
@@ -147,7 +172,7 @@ func (s *Stack) AddDatabase(ctx context.Context, name string) (string, error) {
 	for _, host := range []string{"127.0.0.1", "localhost"} {
 		stmts = append(stmts, fmt.Sprintf("GRANT ALL PRIVILEGES ON `%s`.* TO '%s'@'%s'", name, appUser, host))
 	}
-	if err := s.asRoot(ctx, stmts...); err != nil {
+	if err := asRoot(ctx, s.MySQL(), stmts...); err != nil {
 		return "", fmt.Errorf("add database %s: %w", name, err)
 	}
 	return fmt.Sprintf("%s:%s@tcp(%s)/%s?parseTime=true", appUser, appPassword, s.MySQL().Addr(), name), nil
@@ -158,15 +183,15 @@ func (s *Stack) DropDatabase(ctx context.Context, name string) error {
 	if !namePattern.MatchString(name) || name == s.st.Database {
 		return fmt.Errorf("%w: drop database %q: not one AddDatabase made", ErrConfig, name)
 	}
-	if err := s.asRoot(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS `%s`", name)); err != nil {
+	if err := asRoot(ctx, s.MySQL(), fmt.Sprintf("DROP DATABASE IF EXISTS `%s`", name)); err != nil {
 		return fmt.Errorf("drop database %s: %w", name, err)
 	}
 	return nil
 }
 
-// asRoot runs stmts as MariaDB's root, over the socket.
-func (s *Stack) asRoot(ctx context.Context, stmts ...string) error {
-	return withDB(ctx, "root@unix("+s.st.MySQLSocket+")/?timeout=2s", func(conn *sql.DB) error {
+// asRoot runs stmts as root of p, a MariaDB server, over its socket.
+func asRoot(ctx context.Context, p *Proc, stmts ...string) error {
+	return withDB(ctx, rootDSN(p), func(conn *sql.DB) error {
 		for _, q := range stmts {
 			if _, err := conn.ExecContext(ctx, q); err != nil {
 				return err
@@ -174,6 +199,13 @@ func (s *Stack) asRoot(ctx context.Context, stmts ...string) error {
 		}
 		return nil
 	})
+}
+
+// rootDSN is root's over p's socket. Besides the dial, the reads and
+// writes have deadlines too: a frozen server accepts a connection on its
+// socket but never greets it.
+func rootDSN(p *Proc) string {
+	return "root@unix(" + p.mysqlSocket() + ")/?timeout=2s&readTimeout=5s&writeTimeout=5s"
 }
 
 // withDB runs f with a one-connection pool on dsn and closes it, so that

@@ -33,8 +33,8 @@ const (
 // process started the server (then it also reaps it) or found it through
 // the pid file after Attach.
 type Proc struct {
-	// Name identifies the process within its stack: "mysql", "redis-1", …,
-	// "app1", "nginx".
+	// Name identifies the process within its stack: "mysql" (or a Galera
+	// node, "mysql-1" …), "redis-1", …, "app1", "nginx".
 	Name string
 	// Kind is KindMySQL, KindRedis, KindSentinel, KindApp or KindNginx.
 	Kind string
@@ -52,6 +52,12 @@ type Proc struct {
 	// extraEnv is RestartWith's environment while it launches the
 	// server; guarded by ctl.
 	extraEnv []string
+
+	// peer holds a Galera node's ports for its peers; zero otherwise.
+	peer GaleraPorts
+	// bootstrap is set while a Galera node starts as a new cluster's
+	// first node (startNode); guarded by ctl.
+	bootstrap bool
 }
 
 // child is a server started by this process; a goroutine waits for it so
@@ -195,13 +201,22 @@ func (p *Proc) restart(ctx context.Context, env []string) error {
 		}
 		p.extraEnv = env
 		defer func() { p.extraEnv = nil }()
-		return p.launch(ctx, false)
+		return p.startServer(ctx, false)
 	})
 }
 
 // start is Start's way in: a launch under the control lock.
 func (p *Proc) start(ctx context.Context, fresh bool) error {
-	return p.control("start", "", func() error { return p.launch(ctx, fresh) })
+	return p.control("start", "", func() error { return p.startServer(ctx, fresh) })
+}
+
+// startServer launches the server, a Galera node as a new cluster's
+// first or as a joiner (startNode). The caller holds p.ctl.
+func (p *Proc) startServer(ctx context.Context, fresh bool) error {
+	if p.galera() {
+		return p.startNode(ctx, fresh)
+	}
+	return p.launch(ctx, fresh)
 }
 
 // control runs f under the control lock, names the process in its error

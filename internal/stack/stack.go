@@ -1,13 +1,15 @@
-// Package stack starts the servers the shortener runs against — MariaDB,
-// three redis-server nodes and three redis-sentinels — and, when asked, the
-// shortener apps and nginx in front of them, as real local processes on
-// 127.0.0.1, and gives chaos tests and the cmd/stack CLI the controls they
-// need: kill, terminate, freeze, continue, restart (RestartWith: with extra
-// environment for that start), partition and heal, and "who is the Redis
-// master now"; for gray and resource faults, a freeze cycle of several
-// servers (FreezeCycle), a Redis node's settings (ConfigGet, ConfigSet),
-// and an app's clicks directory on a small tmpfs that can be filled, or
-// put back from an older copy (clicks.go).
+// Package stack starts the servers the shortener runs against — MariaDB
+// (one server, or with Config.Galera a three-node Galera cluster:
+// galera.go), three redis-server nodes and three redis-sentinels — and,
+// when asked, the shortener apps and nginx in front of them, as real
+// local processes on 127.0.0.1, and gives chaos tests and the cmd/stack
+// CLI the controls they need: kill, terminate, freeze, continue, restart
+// (RestartWith: with extra environment for that start), partition and
+// heal, "who is the Redis master now" and how each Galera node stands
+// (GaleraStatus); for gray and resource faults, a freeze cycle of
+// several servers (FreezeCycle), a Redis node's settings (ConfigGet,
+// ConfigSet), and an app's clicks directory on a small tmpfs that can be
+// filled, or put back from an older copy (clicks.go).
 //
 // Everything a stack owns lives in one state directory:
 //
@@ -131,6 +133,14 @@ type Config struct {
 	// alone, for tests of the Redis tier, which start in a fraction of
 	// the CPU time. It cannot run apps.
 	WithoutMySQL bool
+	// Galera runs MariaDB as a three-node Galera cluster instead of one
+	// server (galera.go): processes mysql-1, mysql-2 and mysql-3 on
+	// MySQLPort, MySQLPort+1 and MySQLPort+2 (free ports with 0), where
+	// a single server is named mysql.
+	Galera bool
+	// GaleraPorts are each Galera node's ports for its peers, in node
+	// order; a 0 picks a free port.
+	GaleraPorts [galeraNodes]GaleraPorts
 	// Apps are the shortener instances to run behind nginx, started once
 	// MariaDB, Redis and the sentinels are ready. With none, neither apps
 	// nor nginx run.
@@ -193,6 +203,9 @@ type Stack struct {
 	nginxConf func(NginxLayout) ([]byte, error)
 
 	closeMu sync.Mutex // serialises Close
+	// galeraMu serialises the Galera nodes' choice between bootstrapping
+	// a cluster and joining one (Proc.startNode).
+	galeraMu sync.Mutex
 }
 
 var (
@@ -231,6 +244,10 @@ func (cfg Config) withDefaults() (Config, error) {
 		return cfg, fmt.Errorf("%w: sentinel timeouts must be at least 1ms", ErrConfig)
 	case cfg.WithoutMySQL && len(cfg.Apps) > 0:
 		return cfg, fmt.Errorf("%w: apps need MariaDB: a stack without it runs none", ErrConfig)
+	case cfg.WithoutMySQL && cfg.Galera:
+		return cfg, fmt.Errorf("%w: Galera is MariaDB: a stack without MariaDB runs no cluster", ErrConfig)
+	case cfg.Galera && cfg.MySQLPort != 0 && cfg.MySQLPort+len(cfg.GaleraPorts)-1 > 65535:
+		return cfg, fmt.Errorf("%w: MySQL port %d: the Galera nodes take it and the next two", ErrConfig, cfg.MySQLPort)
 	}
 	return cfg.appsWithDefaults()
 }
@@ -257,6 +274,7 @@ func (cfg Config) appsWithDefaults() (Config, error) {
 	}
 	reserved := map[string]bool{"mysql": true, "nginx": true}
 	for i := range 3 {
+		reserved[galeraName(i)] = true
 		reserved[fmt.Sprintf("redis-%d", i+1)] = true
 		reserved[fmt.Sprintf("sentinel-%d", i+1)] = true
 	}
@@ -301,7 +319,10 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	need := []kind{redisKind(), sentinelKind()}
-	if !cfg.WithoutMySQL {
+	switch {
+	case cfg.Galera:
+		need = append(need, galeraKind())
+	case !cfg.WithoutMySQL:
 		need = append(need, mysqlKind())
 	}
 	if len(cfg.Apps) > 0 {
@@ -338,6 +359,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		if !portFree(ps.Port) {
 			return nil, fmt.Errorf("start stack: %w", portInUse(ps.Name, ps.Port))
 		}
+		if err := peerPortsFree(ps); err != nil {
+			return nil, fmt.Errorf("start stack: %w", err)
+		}
 	}
 	// stack.json goes first, so that even a half-started stack can be
 	// attached to and stopped by a later process; the passwords before
@@ -359,7 +383,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	attrs := []any{"dir", s.dir, "took", time.Since(begin).Round(time.Millisecond), "sentinels", s.SentinelAddrs()}
 	if s.MySQL() != nil {
-		attrs = append(attrs, "mysql", s.MySQL().Addr())
+		attrs = append(attrs, "mysql", strings.Join(s.MySQLAddrs(), ","))
 	}
 	if s.Nginx() != nil {
 		attrs = append(attrs, "base_url", s.BaseURL())
@@ -368,14 +392,17 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	return s, nil
 }
 
-// start brings the servers up: MariaDB alongside Redis, because the two do
-// not depend on each other and MariaDB's start overlaps the sentinels'
-// discovery of each other. The apps need both, and nginx is started last so
-// that its first request finds an app.
+// start brings the servers up: MariaDB (or its Galera cluster) alongside
+// Redis, because the two do not depend on each other and MariaDB's start
+// overlaps the sentinels' discovery of each other. The apps need both,
+// and nginx is started last so that its first request finds an app.
 func (s *Stack) start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var mysqlErr error
-	if my := s.MySQL(); my != nil {
+	switch my := s.MySQL(); {
+	case s.Galera():
+		wg.Go(func() { mysqlErr = s.startGalera(ctx) })
+	case my != nil:
 		wg.Go(func() { mysqlErr = my.start(ctx, true) })
 	}
 
@@ -462,13 +489,20 @@ func newStack(dir string, st state, log *slog.Logger, killWithParent bool) (*Sta
 		if err != nil {
 			return nil, fmt.Errorf("process %s: %w", ps.Name, err)
 		}
-		p := &Proc{Name: ps.Name, Kind: ps.Kind, Port: ps.Port, NodeID: ps.NodeID, s: s, k: k}
+		if st.Galera && ps.Kind == KindMySQL {
+			k = galeraKind()
+		}
+		p := &Proc{Name: ps.Name, Kind: ps.Kind, Port: ps.Port, NodeID: ps.NodeID, peer: ps.Peer, s: s, k: k}
 		s.procs = append(s.procs, p)
 		s.byKind[ps.Kind] = append(s.byKind[ps.Kind], p)
 	}
 	n := func(kind string) int { return len(s.byKind[kind]) }
-	if n(KindMySQL) > 1 || n(KindRedis) != 3 || n(KindSentinel) != 3 || (n(KindMySQL) == 0 && n(KindApp) > 0) {
-		return nil, fmt.Errorf("%w: stack.json lists %d processes, want mysql (unless there are no apps), 3 redis, 3 sentinels", ErrNoStack, len(s.procs))
+	mysqlOK := n(KindMySQL) <= 1
+	if st.Galera {
+		mysqlOK = n(KindMySQL) == galeraNodes
+	}
+	if !mysqlOK || n(KindRedis) != 3 || n(KindSentinel) != 3 || (n(KindMySQL) == 0 && n(KindApp) > 0) {
+		return nil, fmt.Errorf("%w: stack.json lists %d processes, want mysql or, with Galera, mysql-1..3 (unless there are no apps), 3 redis, 3 sentinels", ErrNoStack, len(s.procs))
 	}
 	if (n(KindApp) > 0) != (n(KindNginx) == 1) || n(KindNginx) > 1 || (n(KindApp) > 0 && st.AppBinary == "") {
 		return nil, fmt.Errorf("%w: stack.json lists %d apps, %d nginx, app binary %q: want apps, nginx and a binary, or none", ErrNoStack, n(KindApp), n(KindNginx), st.AppBinary)
@@ -512,6 +546,8 @@ func (s *Stack) MySQLReadOnlyDSN() string {
 	return s.dsn(readOnlyUser, readOnlyPassword)
 }
 
+// dsn names the first node of a Galera cluster: a client that must
+// survive its loss takes MySQLAddrs too (SHORTENER_MYSQL_NODES).
 func (s *Stack) dsn(user, password string) string {
 	return fmt.Sprintf("%s:%s@tcp(%s)/%s?parseTime=true", user, password, s.MySQL().Addr(), s.st.Database)
 }
@@ -539,8 +575,8 @@ func (s *Stack) RedisPassword() string { return s.redisPassword }
 // cache.Config.SentinelPassword, and the like.
 func (s *Stack) SentinelPassword() string { return s.sentinelPassword }
 
-// MySQL returns the MariaDB process, or nil for a stack without it
-// (Config.WithoutMySQL).
+// MySQL returns the MariaDB process, the first node of a Galera cluster
+// (mysql-1), or nil for a stack without MariaDB (Config.WithoutMySQL).
 func (s *Stack) MySQL() *Proc {
 	if m := s.byKind[KindMySQL]; len(m) > 0 {
 		return m[0]

@@ -20,17 +20,20 @@ import (
 // state is what stack.json holds: everything a later process needs to find
 // and control the servers, and to restart one exactly as it was.
 type state struct {
-	MasterName        string      `json:"master_name"`
-	Quorum            int         `json:"quorum"`
-	DownAfterMS       int64       `json:"down_after_ms"`
-	FailoverTimeoutMS int64       `json:"failover_timeout_ms"`
-	Database          string      `json:"database"`
-	MySQLSocket       string      `json:"mysql_socket"`
-	AppBinary         string      `json:"app_binary,omitempty"`
-	AppEnv            []string    `json:"app_env,omitempty"`
-	APIKeyFile        string      `json:"api_key_file,omitempty"`
-	CodeKeyFile       string      `json:"code_key_file,omitempty"`
-	Procs             []procState `json:"procs"`
+	MasterName        string   `json:"master_name"`
+	Quorum            int      `json:"quorum"`
+	DownAfterMS       int64    `json:"down_after_ms"`
+	FailoverTimeoutMS int64    `json:"failover_timeout_ms"`
+	Database          string   `json:"database"`
+	MySQLSocket       string   `json:"mysql_socket"`
+	AppBinary         string   `json:"app_binary,omitempty"`
+	AppEnv            []string `json:"app_env,omitempty"`
+	APIKeyFile        string   `json:"api_key_file,omitempty"`
+	CodeKeyFile       string   `json:"code_key_file,omitempty"`
+	// Galera is Config.Galera: the MariaDB processes are the nodes of a
+	// Galera cluster (galera.go).
+	Galera bool        `json:"galera,omitempty"`
+	Procs  []procState `json:"procs"`
 }
 
 type procState struct {
@@ -38,6 +41,9 @@ type procState struct {
 	Kind   string `json:"kind"`
 	Port   int    `json:"port"`
 	NodeID int    `json:"node_id,omitempty"`
+	// Peer holds a Galera node's ports for its peers; zero for every
+	// other process.
+	Peer GaleraPorts `json:"peer,omitzero"`
 }
 
 const stateFile = "stack.json"
@@ -60,7 +66,17 @@ func newState(cfg Config) (state, error) {
 		APIKeyFile:        cfg.APIKeyFile,
 		CodeKeyFile:       cfg.CodeKeyFile,
 	}
-	if !cfg.WithoutMySQL {
+	switch {
+	case cfg.Galera:
+		st.Galera = true
+		for i, peer := range cfg.GaleraPorts {
+			port := 0
+			if cfg.MySQLPort != 0 {
+				port = cfg.MySQLPort + i
+			}
+			st.Procs = append(st.Procs, procState{Name: galeraName(i), Kind: KindMySQL, Port: port, Peer: peer})
+		}
+	case !cfg.WithoutMySQL:
 		st.Procs = []procState{{Name: "mysql", Kind: KindMySQL, Port: cfg.MySQLPort}}
 	}
 	for i, port := range cfg.RedisPorts {
@@ -75,13 +91,23 @@ func newState(cfg Config) (state, error) {
 	if len(cfg.Apps) > 0 {
 		st.Procs = append(st.Procs, procState{Name: "nginx", Kind: KindNginx, Port: cfg.NginxPort})
 	}
-	want := make([]int, len(st.Procs))
-	for i, ps := range st.Procs {
-		want[i] = ps.Port
+	// Every port of the stack, a Galera node's peer ports too, is picked
+	// in one call, so that no two are the same.
+	var want []*int
+	for i := range st.Procs {
+		ps := &st.Procs[i]
+		want = append(want, &ps.Port)
+		if st.Galera && ps.Kind == KindMySQL {
+			want = append(want, &ps.Peer.Group, &ps.Peer.IST, &ps.Peer.SST)
+		}
 	}
-	ports, err := pickPorts(want)
+	ports := make([]int, len(want))
+	for i, w := range want {
+		ports[i] = *w
+	}
+	ports, err := pickPorts(ports)
 	for i := range ports {
-		st.Procs[i].Port = ports[i]
+		*want[i] = ports[i]
 	}
 	return st, err
 }
@@ -149,8 +175,11 @@ func ephemeralLow() int {
 }
 
 // portFree reports whether a listener could bind 127.0.0.1:port now.
-func portFree(port int) bool {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+func portFree(port int) bool { return portFreeOn("127.0.0.1", port) }
+
+// portFreeOn reports whether a listener could bind host:port now.
+func portFreeOn(host string, port int) bool {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		return false
 	}

@@ -57,6 +57,18 @@ func StartRedis(tb testing.TB) *stack.Stack {
 	})
 }
 
+// StartGalera is Start with MariaDB as a three-node Galera cluster
+// (stack.Config.Galera), for the tests of what a node's loss, freeze or
+// partition does; without the Galera programs it skips, or fails under
+// SHORTENER_INTEGRATION=1, as Start does without the servers.
+func StartGalera(tb testing.TB) *stack.Stack {
+	tb.Helper()
+	RequireGalera(tb)
+	return StartWith(tb, func(ctx context.Context, dir string, log *slog.Logger) (*stack.Stack, error) {
+		return stack.Start(ctx, stack.Config{Dir: dir, KillWithParent: true, Log: log, Galera: true})
+	})
+}
+
 // StartWith is Start with the caller's way of starting the stack: start
 // gets a fresh temporary directory and a logger that writes to the test
 // log, and must set stack.Config.KillWithParent, so that a crashed test
@@ -118,6 +130,18 @@ func RequirePrograms(tb testing.TB) {
 		return
 	}
 	Unavailable(tb, fmt.Sprintf("integration test needs the stack's servers; install them or run `make test`: %v", stack.MissingError(miss)))
+}
+
+// RequireGalera skips the test unless what a Galera cluster needs
+// besides the stack's servers (stack.GaleraPrograms) is installed, saying
+// how to get it; with SHORTENER_INTEGRATION=1 it fails the test instead.
+func RequireGalera(tb testing.TB) {
+	tb.Helper()
+	miss := stack.MissingGaleraPrograms()
+	if len(miss) == 0 {
+		return
+	}
+	Unavailable(tb, fmt.Sprintf("Galera test needs its programs; install them or run `make test`: %v", stack.MissingError(miss)))
 }
 
 // RequireRoot skips the test unless it runs as root, as iptables (a
