@@ -11,18 +11,80 @@
 # DELETE); GET_LOCK, which serialises the migrations, needs no privilege.
 # Privileges an older image granted (ALL) are revoked at every start.
 #
+# Galera: with MARIADB_GALERA_NODES (every node of the cluster, comma-
+# separated host or host:port, the port ignored: the apps' list,
+# SHORTENER_MYSQL_NODES, does) the server is a node of a MariaDB Galera
+# cluster; MARIADB_GALERA_SELF is this node as that list names it, and
+# MARIADB_GALERA_ADDRESS the address the others reach it at (default:
+# MARIADB_GALERA_SELF); MARIADB_GALERA_REQUIRED=1 refuses to start without
+# the list (a node that must not run alone), MARIADB_GALERA_GCACHE sizes
+# the write-set cache that a node rejoining after an absence catches up
+# from (128M, Galera's default). A new cluster is bootstrapped
+# (--wsrep-new-cluster) by one node only, and only when no cluster can
+# exist without it:
+#
+#   - its grastate.dat says safe_to_bootstrap: 1 (it was the last node of
+#     the cluster to stop; the others cannot form one without it), or
+#   - it has no Galera state yet (a new install), is the first of the list,
+#     and no other node listens on Galera's port 4567 (none runs yet).
+#
+# Every other start joins: a node with no state waits for another to
+# listen first (so that the first node finds none at a new install, and
+# no node crash-loops meanwhile), then takes a full copy (SST, by rsync);
+# a node that crashed (seqno -1) recovers its position from InnoDB first
+# (what galera_recovery does for systemd) so that it catches up from a
+# donor's write-set cache (IST) instead of copying everything. A cluster
+# whose nodes all crashed forms again once all are back (pc.recovery).
+# If none has safe_to_bootstrap and they did not crash, an operator picks
+# the node with the highest seqno (mariadbd --wsrep-recover) and sets
+# safe_to_bootstrap: 1 in its grastate.dat (docs/deploy.md).
+#
+# SST by rsync: mariadb-server depends on rsync (and galera-4), so the
+# image needs nothing more, and it needs no SST user or password
+# (mariabackup would need the mariadb-backup package and an SST user
+# whose password every node holds). Its cost: the donor is read-only
+# while it copies. A donor of either transfer is Donor/Desynced, not
+# Synced, so the apps (and the readiness probe) leave it meanwhile; a
+# joiner asks the nodes at the end of the list first, away from the one
+# the apps write through. A rejoin after a short absence is an IST of
+# the write-sets it missed: seconds, and the donor writable throughout.
+#
 # MARIADB_DATADIR, MARIADB_RUNDIR, MARIADB_PORT and TMPDIR move the data,
 # the socket and init file, the port and the temporary files (deploy's
 # test runs the script outside a container); the image keeps the defaults.
+#
+#   shortener-mariadb         run the server
+#   shortener-mariadb ready   exit 0 only if the server answers a query over
+#                             its socket (as the image's user, mysql, by
+#                             unix_socket) and, with Galera, is ready
+#                             (wsrep_ready ON), Synced (wsrep_local_state
+#                             4) and in the primary component: the
+#                             healthcheck and readiness probe
 set -eu
+data=${MARIADB_DATADIR:-/var/lib/mysql}
+run=${MARIADB_RUNDIR:-/run/mysqld}
+nodes=$(printf '%s' "${MARIADB_GALERA_NODES:-}" | tr ',' ' ')
+
+if [ "${1:-}" = ready ]; then
+	status=$(mariadb --socket="$run/mysqld.sock" --connect-timeout=2 --batch --skip-column-names -e \
+		"SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_ready', 'wsrep_local_state', 'wsrep_cluster_status')" 2>/dev/null) || exit 1
+	[ -z "$nodes" ] && exit 0
+	tab=$(printf '\t')
+	for want in "wsrep_ready${tab}ON" "wsrep_local_state${tab}4" "wsrep_cluster_status${tab}Primary"; do
+		printf '%s\n' "$status" | grep -qx "$want" || exit 1
+	done
+	exit 0
+elif [ -n "${1:-}" ]; then
+	echo "usage: shortener-mariadb [ready]" >&2
+	exit 2
+fi
+
 if [ -n "${MARIADB_PASSWORD_FILE:-}" ]; then
 	MARIADB_PASSWORD=$(cat "$MARIADB_PASSWORD_FILE")
 fi
 : "${MARIADB_PASSWORD:?set MARIADB_PASSWORD or MARIADB_PASSWORD_FILE}"
 db=${MARIADB_DATABASE:-shortener}
 user=${MARIADB_USER:-shortener}
-data=${MARIADB_DATADIR:-/var/lib/mysql}
-run=${MARIADB_RUNDIR:-/run/mysqld}
 
 if [ ! -d "$data/mysql" ]; then
 	mariadb-install-db --no-defaults --datadir="$data" --auth-root-authentication-method=socket \
@@ -39,8 +101,91 @@ umask 077
 	printf "REVOKE ALL PRIVILEGES, GRANT OPTION FROM '%s'@'%%';\n" "$user"
 	printf "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX, DROP ON \`%s\`.* TO '%s'@'%%';\n" "$db" "$user"
 } >"$run/init.sql"
-exec mariadbd --no-defaults --datadir="$data" --port="${MARIADB_PORT:-3306}" --bind-address=0.0.0.0 \
+
+set -- --no-defaults --datadir="$data" --port="${MARIADB_PORT:-3306}" --bind-address=0.0.0.0 \
 	--socket="$run/mysqld.sock" --pid-file="$run/mariadbd.pid" --tmpdir="${TMPDIR:-/tmp}" \
-	--skip-log-bin --skip-name-resolve --init-file="$run/init.sql" \
+	--skip-log-bin --skip-name-resolve \
 	--innodb-buffer-pool-size="${MARIADB_BUFFER_POOL:-128M}" --innodb-log-file-size=64M \
 	--character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci
+if [ -z "$nodes" ]; then
+	if [ "${MARIADB_GALERA_REQUIRED:-}" = 1 ]; then
+		echo "this node runs only in a Galera cluster: set MARIADB_GALERA_NODES (compose: SHORTENER_MYSQL_NODES)" >&2
+		exit 2
+	fi
+	exec mariadbd "$@" --init-file="$run/init.sql"
+fi
+
+# Galera from here on.
+self=${MARIADB_GALERA_SELF:?set MARIADB_GALERA_SELF to this node as MARIADB_GALERA_NODES names it}
+hosts="" first="" peers="" donors=""
+for n in $nodes; do
+	h=${n%:*}
+	hosts="$hosts${hosts:+,}$h"
+	[ -n "$first" ] || first=$h
+	if [ "$h" != "$self" ]; then
+		peers="$peers $h"
+		donors="$h,$donors"
+	fi
+done
+case ",$hosts," in
+*",$self,"*) ;;
+*) echo "MARIADB_GALERA_SELF=$self is not in MARIADB_GALERA_NODES ($hosts)" >&2 && exit 2 ;;
+esac
+# A donor is Donor/Desynced while it sends a state transfer, even an IST,
+# and the apps leave it: a joiner asks the nodes from the end of the list
+# first, away from the one the apps write through (the first healthy),
+# then any (the trailing comma).
+#
+# max_connections: when a node dies the others stall every commit until
+# they evict it (evs.suspect_timeout, 5 s); each write an app gives up on
+# (its 1 s deadline) keeps its server thread blocked until then, and the
+# retries open new connections. The compose end-to-end test saw 151,
+# MariaDB's default, run out on the node the apps moved to.
+set -- "$@" --wsrep-on=ON --wsrep-provider=/usr/lib/galera/libgalera_smm.so \
+	--wsrep-cluster-name="${MARIADB_GALERA_CLUSTER:-shortener}" --wsrep-cluster-address="gcomm://$hosts" \
+	--wsrep-node-name="$self" --wsrep-node-address="${MARIADB_GALERA_ADDRESS:-$self}" \
+	--wsrep-sst-method=rsync --wsrep-sst-donor="$donors" \
+	--wsrep-provider-options="gcache.size=${MARIADB_GALERA_GCACHE:-128M};gcache.recover=yes;pc.recovery=true" \
+	--binlog-format=ROW --innodb-autoinc-lock-mode=2 --max-connections="${MARIADB_MAX_CONNECTIONS:-1000}"
+
+# listening says whether any other node accepts a connection on Galera's
+# port: a running node, or one starting to join.
+listening() {
+	for p in $peers; do
+		if timeout 2 bash -c "exec 3<>/dev/tcp/$p/4567" 2>/dev/null; then
+			return 0
+		fi
+	done
+	return 1
+}
+
+state=$data/grastate.dat
+if grep -q '^safe_to_bootstrap: *1' "$state" 2>/dev/null; then
+	echo "galera $self: bootstrapping the cluster: this node stopped last (safe_to_bootstrap: 1)"
+	exec mariadbd "$@" --wsrep-new-cluster --init-file="$run/init.sql"
+fi
+if [ ! -f "$state" ]; then
+	if [ "$self" = "$first" ] && ! listening; then
+		echo "galera $self: bootstrapping a new cluster: no state, first of $hosts, no other node listens"
+		exec mariadbd "$@" --wsrep-new-cluster --init-file="$run/init.sql"
+	fi
+	waited=0
+	until listening; do
+		if [ $((waited % 30)) -eq 0 ]; then
+			echo "galera $self: no state; waiting for another node of $hosts to listen on 4567"
+		fi
+		sleep 2
+		waited=$((waited + 2))
+	done
+fi
+# A crash leaves seqno -1: the position is in InnoDB.
+if grep -q '^seqno: *-1' "$state" 2>/dev/null; then
+	mariadbd "$@" --wsrep-recover --log-error="$run/recover.log" || true
+	pos=$(sed -n 's/.*WSREP: Recovered position: *//p' "$run/recover.log" | tail -n 1)
+	if [ -n "$pos" ]; then
+		echo "galera $self: recovered position $pos"
+		set -- "$@" --wsrep-start-position="$pos"
+	fi
+fi
+echo "galera $self: joining $hosts"
+exec mariadbd "$@" --init-file="$run/init.sql"
