@@ -13,6 +13,15 @@
 # SHORTENER_BASE is the base of the service images: the local
 # mmdebstrap base by default (no registry needed), debian:bookworm-slim in
 # production. SHORTENER_HTTP_PORT is nginx's port on 127.0.0.1 (8088).
+#
+# SHORTENER_STACK_MYSQL is the source of truth: single (one MariaDB, the
+# default) or galera (compose.yaml's galera profile: three MariaDB Galera
+# nodes). It is kept in deploy/.env (COMPOSE_PROFILES and
+# SHORTENER_MYSQL_NODES), so later runs and docker-compose by hand keep
+# it. A single stack turned galera keeps its data: mariadb bootstraps the
+# cluster with it and the new nodes copy it. A galera stack is not turned
+# back into a single one here: mariadb-2 and mariadb-3 would keep running
+# as a cluster of their own.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -51,6 +60,7 @@ up() {
 			echo "added $key to deploy/.env"
 		fi
 	done
+	source_of_truth
 	compose build --quiet 2>/dev/null || compose build
 	compose up -d
 	local url=http://127.0.0.1:$SHORTENER_HTTP_PORT
@@ -64,6 +74,39 @@ up() {
 	compose ps
 	echo "nginx did not answer on $url within 60 s" >&2
 	exit 1
+}
+
+# source_of_truth writes the MySQL tier asked for (SHORTENER_STACK_MYSQL;
+# unset: the one deploy/.env holds) into deploy/.env.
+source_of_truth() {
+	local held=single
+	if grep -q '^COMPOSE_PROFILES=.*galera' .env; then held=galera; fi
+	local mode=${SHORTENER_STACK_MYSQL:-$held}
+	case $mode in
+	single)
+		if [ "$held" = galera ]; then
+			echo "deploy/.env holds a Galera cluster (COMPOSE_PROFILES=galera); SHORTENER_STACK_MYSQL=single would leave" >&2
+			echo "mariadb-2 and mariadb-3 running as a cluster of their own. Dump the database, DEPLOY_VOLUMES=1 make deploy-down," >&2
+			echo "remove COMPOSE_PROFILES and SHORTENER_MYSQL_NODES from deploy/.env, make deploy-up and restore." >&2
+			exit 1
+		fi
+		;;
+	galera)
+		# mariadb first: the apps write through the first healthy node,
+		# and a new cluster is bootstrapped by it.
+		local net=${SHORTENER_NET:-172.29.53}
+		local nodes=$net.10:3306,$net.14:3306,$net.15:3306
+		sed -i -e '/^COMPOSE_PROFILES=/d' -e '/^SHORTENER_MYSQL_NODES=/d' .env
+		printf 'COMPOSE_PROFILES=galera\nSHORTENER_MYSQL_NODES=%s\n' "$nodes" >>.env
+		if [ "$held" = single ]; then
+			echo "deploy/.env: the galera profile, SHORTENER_MYSQL_NODES=$nodes (mariadb keeps its data and bootstraps the cluster)"
+		fi
+		;;
+	*)
+		echo "SHORTENER_STACK_MYSQL=$mode: want single or galera" >&2
+		exit 2
+		;;
+	esac
 }
 
 down() {

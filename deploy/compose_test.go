@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -59,6 +61,13 @@ func TestComposeFile(t *testing.T) {
 	}
 	if len(p.Services["mariadb"].Volumes) == 0 {
 		t.Error("mariadb keeps its data in no volume")
+	}
+	// Without the galera profile MariaDB runs alone, and the apps know it
+	// by their DSN alone.
+	for name, k := range map[string]string{"mariadb": "MARIADB_GALERA_NODES", "app1": "SHORTENER_MYSQL_NODES", "app2": "SHORTENER_MYSQL_NODES"} {
+		if v := p.Services[name].Environment[k]; v == nil || *v != "" {
+			t.Errorf("%s: %s set without the galera profile, want empty", name, k)
+		}
 	}
 	// Every container has a fixed address in the stack's subnet, and
 	// Redis, the sentinels and the apps name each other by address only:
@@ -138,14 +147,101 @@ func TestComposeFile(t *testing.T) {
 	}
 }
 
+// TestComposeGaleraProfile loads compose.yaml with the galera profile
+// and the settings compose.sh writes for it: three MariaDB nodes, each a
+// fixed address of its own, volume of its own and the entrypoint's
+// Synced check; the nodes and the apps given one list, in compose.sh's
+// order, mariadb first (the apps write through the first healthy node,
+// and a new cluster is bootstrapped by it).
+func TestComposeGaleraProfile(t *testing.T) {
+	// The list compose.sh writes to deploy/.env, for the default network.
+	sh, err := os.ReadFile("compose.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*local nodes=(\S+)$`).FindSubmatch(sh)
+	if m == nil {
+		t.Fatal("compose.sh: no `local nodes=...` line: where does it write SHORTENER_MYSQL_NODES?")
+	}
+	nodes := strings.ReplaceAll(string(m[1]), "$net", "172.29.53")
+	env := append(slices.Clone(composeEnv), "SHORTENER_MYSQL_NODES="+nodes)
+	opts, err := cli.NewProjectOptions([]string{"compose.yaml"}, cli.WithName("shortener"), cli.WithEnv(env), cli.WithProfiles([]string{"galera"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := opts.LoadProject(context.Background())
+	if err != nil {
+		t.Fatalf("compose-go: %v", err)
+	}
+	var want []string
+	volumes := map[string]string{}
+	for i, name := range []string{"mariadb", "mariadb-2", "mariadb-3"} {
+		s, ok := p.Services[name]
+		if !ok {
+			t.Fatalf("no %s with the galera profile: %v", name, p.ServiceNames())
+		}
+		addr := s.Networks["shortener"].Ipv4Address
+		want = append(want, addr+":3306")
+		e := func(k string) string {
+			if v := s.Environment[k]; v != nil {
+				return *v
+			}
+			return ""
+		}
+		if e("MARIADB_GALERA_NODES") != nodes || e("MARIADB_GALERA_SELF") != addr {
+			t.Errorf("%s: MARIADB_GALERA_NODES=%q MARIADB_GALERA_SELF=%q, want %q and its address %s", name, e("MARIADB_GALERA_NODES"), e("MARIADB_GALERA_SELF"), nodes, addr)
+		}
+		if got := strings.Join(s.HealthCheck.Test, " "); got != "CMD /usr/local/bin/shortener-mariadb ready" {
+			t.Errorf("%s: healthcheck %q, want the entrypoint's Synced check", name, got)
+		}
+		if time.Duration(*s.HealthCheck.Interval) < minHealthInterval {
+			t.Errorf("%s: healthcheck every %v, want %s or longer", name, *s.HealthCheck.Interval, minHealthInterval)
+		}
+		if len(s.Volumes) != 1 || s.Volumes[0].Target != "/var/lib/mysql" || volumes[s.Volumes[0].Source] != "" {
+			t.Errorf("%s: volumes %+v, want one of its own on /var/lib/mysql", name, s.Volumes)
+		} else {
+			volumes[s.Volumes[0].Source] = name
+		}
+		// mariadb also runs alone, the others only in the cluster, and
+		// start beside it: after a stop in which one of them stopped
+		// last, mariadb waits for it to bootstrap the cluster.
+		if i == 0 {
+			if len(s.Profiles) != 0 {
+				t.Errorf("mariadb: profiles %v, want none", s.Profiles)
+			}
+			continue
+		}
+		if !slices.Equal(s.Profiles, []string{"galera"}) || e("MARIADB_GALERA_REQUIRED") != "1" {
+			t.Errorf("%s: profiles %v, MARIADB_GALERA_REQUIRED %q: want the galera profile only, and no start alone", name, s.Profiles, e("MARIADB_GALERA_REQUIRED"))
+		}
+		if d, ok := s.DependsOn["mariadb"]; !ok || d.Condition != "service_started" {
+			t.Errorf("%s: depends on mariadb %+v, want service_started", name, d)
+		}
+	}
+	if nodes != strings.Join(want, ",") {
+		t.Errorf("compose.sh writes SHORTENER_MYSQL_NODES=%s; the nodes are %s", nodes, strings.Join(want, ","))
+	}
+	for _, app := range []string{"app1", "app2"} {
+		got := ""
+		if v := p.Services[app].Environment["SHORTENER_MYSQL_NODES"]; v != nil {
+			got = *v
+		}
+		if got != nodes {
+			t.Errorf("%s: SHORTENER_MYSQL_NODES=%q, want %s", app, got, nodes)
+		}
+	}
+}
+
 // TestComposeConfigDocker runs `docker-compose config -q`, the tool that
-// brings the stack up, on the file.
+// brings the stack up, on the file, with and without the galera profile.
 func TestComposeConfigDocker(t *testing.T) {
 	requireTool(t, "docker-compose", "docker-compose")
-	cmd := exec.Command("docker-compose", "-p", "shortener", "-f", "compose.yaml", "config", "-q")
-	cmd.Env = append(os.Environ(), composeEnv...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("docker-compose config -q: %v\n%s", err, out)
+	for _, extra := range [][]string{nil, {"COMPOSE_PROFILES=galera", "SHORTENER_MYSQL_NODES=172.29.53.10:3306,172.29.53.14:3306,172.29.53.15:3306"}} {
+		cmd := exec.Command("docker-compose", "-p", "shortener", "-f", "compose.yaml", "config", "-q")
+		cmd.Env = append(append(os.Environ(), composeEnv...), extra...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("%v docker-compose config -q: %v\n%s", extra, err, out)
+		}
 	}
 }
 
