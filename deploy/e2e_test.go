@@ -62,6 +62,7 @@ type composeProject struct {
 	host    string
 	base    string            // the nginx URL on 127.0.0.1
 	ids     map[string]string // service -> container ID
+	addrs   map[string]string // service -> address
 }
 
 func (p *composeProject) env() []string {
@@ -133,82 +134,9 @@ func TestComposeEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	started := time.Now()
-
-	// The app binary, static, into the images' build context.
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join("deploy", "build", "shortener"), "./cmd/shortener")
-	build.Dir = ".."
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the app: %v\n%s", err, out)
-	}
-	// The country database into the image, as compose.sh does, if make
-	// geo installed it (the app starts without one).
-	if err := os.MkdirAll(filepath.Join("build", "geo"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if b, err := os.ReadFile(analytics.DefaultGeoDB("..")); err == nil {
-		if err := os.WriteFile(filepath.Join("build", "geo", filepath.Base(analytics.GeoDBPath)), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	base := exec.CommandContext(ctx, "./docker.sh", "base")
-	base.Env = append(os.Environ(), "DOCKER_HOST="+host)
-	if out, err := base.CombinedOutput(); err != nil {
-		t.Fatalf("base image: %v\n%s", err, out)
-	} else {
-		t.Logf("%s", bytes.TrimSpace(out))
-	}
-	baseDone := time.Now()
-
-	port := freePort(t)
-	p := &composeProject{
-		tb: t, host: host,
-		name:    fmt.Sprintf("shortener-e2e-%d", os.Getpid()),
-		envFile: filepath.Join(t.TempDir(), "env"),
-		base:    fmt.Sprintf("http://127.0.0.1:%d", port),
-	}
 	// A /24 of its own, away from make deploy-up's default 172.29.53.
-	net := fmt.Sprintf("172.29.%d", 100+os.Getpid()%100)
-	env := fmt.Sprintf("SHORTENER_DB_PASSWORD=%s\nSHORTENER_CODE_KEY=%s\nSHORTENER_API_KEY=sk_%s\n"+
-		"SHORTENER_REDIS_PASSWORD=%s\nSHORTENER_SENTINEL_PASSWORD=%s\n"+
-		"SHORTENER_BASE=shortener-base:bookworm\nSHORTENER_TAG=e2e\nSHORTENER_HTTP_PORT=%d\nSHORTENER_BASE_URL=%s\n"+
-		"SHORTENER_CREATE_RATE=0\nSHORTENER_NET=%s\n", secret(), secret(), secret(), secret(), secret(), port, p.base, net)
-	if err := os.WriteFile(p.envFile, []byte(env), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.down(t) })
-	if _, err := p.compose(ctx, "build"); err != nil {
-		t.Fatal(err)
-	}
-	built := time.Now()
-	if out, err := p.compose(ctx, "up", "-d"); err != nil {
-		logs, _ := p.compose(ctx, "logs", "--tail", "30")
-		t.Fatalf("%v\n%s", err, logs)
-	} else {
-		t.Logf("up:\n%s", out)
-	}
-	up := time.Now()
-	t.Logf("app binary + base image %s, images %s, compose up %s",
-		baseDone.Sub(started).Round(time.Second), built.Sub(baseDone).Round(time.Second), up.Sub(built).Round(time.Second))
+	p, client := startStack(ctx, t, host, "e2e", fmt.Sprintf("172.29.%d", 100+os.Getpid()%100), "")
 
-	client := &http.Client{
-		Timeout:       5 * time.Second,
-		Transport:     &http.Transport{MaxIdleConnsPerHost: 64},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	// up -d returns once nginx's container has started, not once it
-	// listens: until then the published port's proxy accepts and closes.
-	poll.Until(t, "nginx to answer /healthz after up", func() error {
-		resp, err := client.Get(p.base + "/healthz")
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/healthz answered %d", resp.StatusCode)
-		}
-		return nil
-	})
 	// A user's first steps: create through nginx, follow.
 	first, err := create(ctx, client, p.base, "https://example.com/compose", "first")
 	if err != nil {
@@ -301,44 +229,7 @@ func TestComposeEndToEnd(t *testing.T) {
 	time.Sleep(5 * time.Second) // load on the one app left, then the count
 	res := l.stop()
 
-	t.Logf("load: %d redirects, %d failed; %d creates acknowledged, %d never acknowledged; latency p50 %s p99 %s max %s",
-		res.redirects, len(res.failed), len(res.created), res.unacked, res.p(0.50), res.p(0.99), res.p(1))
-	for i, f := range res.failed {
-		if i == 10 {
-			t.Errorf("... and %d more", len(res.failed)-10)
-			break
-		}
-		t.Errorf("failed redirect: %s", f)
-	}
-	if res.unacked > 0 {
-		t.Errorf("%d creates never acknowledged after their retries", res.unacked)
-	}
-	// Every acknowledged create is there, through the surviving app.
-	// A read that fails (a timeout, a 5xx) is asked again for up to 10 s:
-	// lost means the stack answers, and the answer is not the link.
-	lost := 0
-	for code, u := range res.created {
-		var err error
-		// The client's retries, which decide lost or not: not a wait.
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(250 * time.Millisecond) {
-			var ans *answer
-			if ans, err = ask(ctx, client, p.base, code); err == nil && ans.status == http.StatusFound && ans.location == u {
-				break
-			}
-			if (err == nil && ans.status < 500) || time.Now().After(deadline) {
-				if err == nil {
-					err = fmt.Errorf("got %d %q", ans.status, ans.location)
-				}
-				break
-			}
-		}
-		if err != nil {
-			lost++
-			if lost <= 10 {
-				t.Errorf("acknowledged create %s (%s) not found: %v", code, u, err)
-			}
-		}
-	}
+	lost := checkLoad(ctx, t, client, p.base, res)
 	t.Logf("ledger: %d acknowledged creates, %d lost; whole test so far %s", len(res.created), lost, time.Since(started).Round(time.Second))
 
 	// A killed container is not restarted by Docker (a kill is a manual
@@ -376,6 +267,154 @@ func TestComposeEndToEnd(t *testing.T) {
 	}
 }
 
+// e2eClient is the test's HTTP client: it reports redirects rather than
+// following them.
+func e2eClient() *http.Client {
+	return &http.Client{
+		Timeout:       5 * time.Second,
+		Transport:     &http.Transport{MaxIdleConnsPerHost: 64},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// buildInputs puts the app binary and the country database into the
+// images' build context and makes the base image: once per test binary,
+// for every stack the tests bring up.
+var buildInputs = sync.OnceValues(func() (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	// The app binary, static, into the images' build context.
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join("deploy", "build", "shortener"), "./cmd/shortener")
+	build.Dir = ".."
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build the app: %v\n%s", err, out)
+	}
+	// The country database into the image, as compose.sh does, if make
+	// geo installed it (the app starts without one).
+	if err := os.MkdirAll(filepath.Join("build", "geo"), 0o755); err != nil {
+		return "", err
+	}
+	if b, err := os.ReadFile(analytics.DefaultGeoDB("..")); err == nil {
+		if err := os.WriteFile(filepath.Join("build", "geo", filepath.Base(analytics.GeoDBPath)), b, 0o644); err != nil {
+			return "", err
+		}
+	}
+	base := exec.CommandContext(ctx, "./docker.sh", "base")
+	base.Env = os.Environ() // DOCKER_HOST: dockerHost's, set by the caller
+	out, err := base.CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("base image: %v\n%s", err, out)
+	}
+	return string(bytes.TrimSpace(out)), nil
+})
+
+// startStack builds the images and brings compose.yaml up as a project
+// of its own (name suffix), on the /24 whose first three octets are net,
+// with nginx on a free port of 127.0.0.1 and fresh secrets; extraEnv is
+// appended to its env file. It returns once nginx answers /healthz;
+// the project is torn down, and checked gone, when the test ends.
+func startStack(ctx context.Context, t *testing.T, host, suffix, net, extraEnv string) (*composeProject, *http.Client) {
+	t.Helper()
+	started := time.Now()
+	t.Setenv("DOCKER_HOST", host)
+	if out, err := buildInputs(); err != nil {
+		t.Fatal(err)
+	} else {
+		t.Logf("%s", out)
+	}
+	baseDone := time.Now()
+
+	port := freePort(t)
+	p := &composeProject{
+		tb: t, host: host,
+		name:    fmt.Sprintf("shortener-%s-%d", suffix, os.Getpid()),
+		envFile: filepath.Join(t.TempDir(), "env"),
+		base:    fmt.Sprintf("http://127.0.0.1:%d", port),
+	}
+	env := fmt.Sprintf("SHORTENER_DB_PASSWORD=%s\nSHORTENER_CODE_KEY=%s\nSHORTENER_API_KEY=sk_%s\n"+
+		"SHORTENER_REDIS_PASSWORD=%s\nSHORTENER_SENTINEL_PASSWORD=%s\n"+
+		"SHORTENER_BASE=shortener-base:bookworm\nSHORTENER_TAG=e2e\nSHORTENER_HTTP_PORT=%d\nSHORTENER_BASE_URL=%s\n"+
+		"SHORTENER_CREATE_RATE=0\nSHORTENER_NET=%s\n", secret(), secret(), secret(), secret(), secret(), port, p.base, net)
+	if err := os.WriteFile(p.envFile, []byte(env+extraEnv), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.down(t) })
+	if _, err := p.compose(ctx, "build"); err != nil {
+		t.Fatal(err)
+	}
+	built := time.Now()
+	if out, err := p.compose(ctx, "up", "-d"); err != nil {
+		logs, _ := p.compose(ctx, "logs", "--tail", "30")
+		t.Fatalf("%v\n%s", err, logs)
+	} else {
+		t.Logf("up:\n%s", out)
+	}
+	up := time.Now()
+	t.Logf("app binary + base image %s, images %s, compose up %s",
+		baseDone.Sub(started).Round(time.Second), built.Sub(baseDone).Round(time.Second), up.Sub(built).Round(time.Second))
+
+	client := e2eClient()
+	// up -d returns once nginx's container has started, not once it
+	// listens: until then the published port's proxy accepts and closes.
+	poll.Until(t, "nginx to answer /healthz after up", func() error {
+		resp, err := client.Get(p.base + "/healthz")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/healthz answered %d", resp.StatusCode)
+		}
+		return nil
+	})
+	return p, client
+}
+
+// checkLoad fails the test for every failed redirect and every create
+// never acknowledged, then reads every acknowledged create back through
+// nginx and returns how many are lost. A read that fails (a timeout, a
+// 5xx) is asked again for up to 10 s: lost means the stack answers, and
+// the answer is not the link.
+func checkLoad(ctx context.Context, t *testing.T, client *http.Client, base string, res loadResult) (lost int) {
+	t.Helper()
+	t.Logf("load: %d redirects, %d failed; %d creates acknowledged, %d never acknowledged; latency p50 %s p99 %s max %s",
+		res.redirects, len(res.failed), len(res.created), res.unacked, res.p(0.50), res.p(0.99), res.p(1))
+	for i, f := range res.failed {
+		if i == 10 {
+			t.Errorf("... and %d more", len(res.failed)-10)
+			break
+		}
+		t.Errorf("failed redirect: %s", f)
+	}
+	if res.unacked > 0 {
+		t.Errorf("%d creates never acknowledged after their retries", res.unacked)
+	}
+	for code, u := range res.created {
+		var err error
+		// The client's retries, which decide lost or not: not a wait.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+			var ans *answer
+			if ans, err = ask(ctx, client, base, code); err == nil && ans.status == http.StatusFound && ans.location == u {
+				break
+			}
+			if (err == nil && ans.status < 500) || time.Now().After(deadline) {
+				if err == nil {
+					err = fmt.Errorf("got %d %q", ans.status, ans.location)
+				}
+				break
+			}
+		}
+		if err != nil {
+			lost++
+			if lost <= 10 {
+				t.Errorf("acknowledged create %s (%s) not found: %v", code, u, err)
+			}
+		}
+	}
+	return lost
+}
+
 // switchedMaster returns when the first sentinel logged +switch-master,
 // by its log's clock (the host's; the containers run in UTC).
 func (p *composeProject) switchedMaster(ctx context.Context) (time.Time, bool) {
@@ -400,13 +439,21 @@ func (p *composeProject) switchedMaster(ctx context.Context) (time.Time, bool) {
 	return first, !first.IsZero()
 }
 
-// address is a service's fixed address on the stack's network.
+// address is a service's fixed address on the stack's network, asked
+// once: a stopped container has none to tell.
 func (p *composeProject) address(ctx context.Context, service string) string {
 	p.tb.Helper()
+	if a, ok := p.addrs[service]; ok {
+		return a
+	}
 	out, err := p.docker(ctx, "inspect", "--format", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", p.container(ctx, service))
 	if err != nil || out == "" {
 		p.tb.Fatalf("address of %s: %q %v", service, out, err)
 	}
+	if p.addrs == nil {
+		p.addrs = map[string]string{}
+	}
+	p.addrs[service] = out
 	return out
 }
 
@@ -465,6 +512,7 @@ type loadResult struct {
 	failed    []string
 	latencies []time.Duration
 	created   map[string]string // acknowledged creates, code -> URL
+	acked     []time.Time       // when each create was acknowledged
 	unacked   int
 }
 
@@ -551,6 +599,7 @@ func startLoad(ctx context.Context, client *http.Client, base string, links map[
 			return
 		}
 		l.res.created[code] = u
+		l.res.acked = append(l.res.acked, time.Now())
 	}, func(int) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
