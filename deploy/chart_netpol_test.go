@@ -119,6 +119,33 @@ func TestChartNetworkPolicies(t *testing.T) {
 			},
 		},
 		{
+			// The chart's Galera nodes: the apps reach their MySQL port,
+			// only the nodes reach each other's Galera ports.
+			name: "Galera", vals: with(small, galeraOn), policies: true,
+			sources: sources("ingress-nginx", []string{"app.kubernetes.io/name", "ingress-nginx"}, []string{}),
+			paths: []path{
+				{"app", "galera", "mysql", true},
+				{"galera", "galera", "galera", true},
+				{"galera", "galera", "ist", true},
+				{"galera", "galera", "sst", true},
+				{"app", "galera", "galera", false},
+				{"app", "galera", "ist", false},
+				{"app", "galera", "sst", false},
+				{"galera", "galera", "mysql", false},
+				{"nginx", "galera", "mysql", false},
+				{"redis", "galera", "mysql", false},
+				{"redis", "galera", "galera", false},
+				{"monitoring", "galera", "mysql", false},
+				{"controller", "galera", "sst", false},
+				{"stranger", "galera", "mysql", false},
+				{"stranger", "galera", "galera", false},
+				{"stranger", "galera", "sst", false},
+				{"elsewhere", "galera", "ist", false},
+				{"galera", "app", "http", false},
+				{"galera", "redis", "redis", false},
+			},
+		},
+		{
 			// podLabels' default key set to null: any pod of the namespace.
 			name: "any pod of the controller's namespace", policies: true,
 			vals:    with(small, map[string]any{"ingress": map[string]any{"controller": map[string]any{"podLabels": map[string]any{"app.kubernetes.io/name": nil}}}}),

@@ -53,9 +53,14 @@ func production(tb testing.TB) map[string]any {
 	return vals
 }
 
-// valueSets are the two installs every chart test renders.
+// valueSets are the installs every chart test renders: the small and
+// the production-like ones, and each with Galera: the chart's three
+// nodes, or your own cluster's.
 func valueSets(tb testing.TB) map[string]map[string]any {
-	return map[string]map[string]any{"default": small, "production": production(tb)}
+	return map[string]map[string]any{
+		"default": small, "production": production(tb),
+		"galera": with(small, galeraOn), "production galera": with(production(tb), yourGalera),
+	}
 }
 
 // with returns values with over merged in, key by key (neither changes).
@@ -354,12 +359,28 @@ func TestChartRejectsBadValues(t *testing.T) {
 		{"no pod CIDR", map[string]any{"cluster": map[string]any{"podCIDRs": []any{}}}},
 		{"monitoring label without a key", map[string]any{"networkPolicy": map[string]any{"monitoring": map[string]any{"namespaceLabel": map[string]any{"key": ""}}}}},
 		{"controller namespace not a name", map[string]any{"ingress": map[string]any{"controller": map[string]any{"namespace": "ingress nginx"}}}},
+		{"Galera nodes set behind the chart's back", map[string]any{"app": map[string]any{"env": map[string]any{"SHORTENER_MYSQL_NODES": "a:3306"}}}},
+		{"Galera of two nodes", map[string]any{"mysql": map[string]any{"galera": map[string]any{"enabled": true, "replicas": 2}}}},
+		{"Galera of four nodes", map[string]any{"mysql": map[string]any{"galera": map[string]any{"enabled": true, "replicas": 4}}}},
+		{"Galera of one node", map[string]any{"mysql": map[string]any{"galera": map[string]any{"enabled": true, "replicas": 1}}}},
+		{"the chart's Galera and your MySQL", map[string]any{"secrets": map[string]any{"existingSecret": "mine", "codeKey": "", "apiKey": "",
+			"dbPassword": "", "redisPassword": "", "sentinelPassword": ""}, "mysql": map[string]any{"deploy": false, "galera": map[string]any{"enabled": true}}}},
+		{"your nodes and the chart's MariaDB", map[string]any{"mysql": map[string]any{"nodes": []any{"db-0.db:3306"}}}},
+		{"a node without its port", yourNodes("db-0.db")},
+		{"a node that is a DSN", yourNodes("tcp(db-0.db:3306)")},
+		{"a node twice", yourNodes("db-0.db:3306", "db-0.db:3306")},
+		{"nodes in one string", yourNodes("db-0.db:3306,db-1.db:3306")},
+		{"a Galera cache size without a unit", map[string]any{"mysql": map[string]any{"galera": map[string]any{"gcacheSize": "128"}}}},
 	}
 	for _, tt := range tests {
 		// Over the small install's secrets: only the schema may refuse.
 		if _, err := render(t, with(small, tt.vals)); err == nil || !strings.Contains(err.Error(), "schema") {
 			t.Errorf("%s: got %v, want a schema error", tt.name, err)
 		}
+	}
+	// Your own nodes, well formed, render.
+	if _, err := render(t, with(small, yourNodes("db-0.db:3306", "10.1.2.3:3307"))); err != nil {
+		t.Errorf("your own Galera nodes: %v", err)
 	}
 	// A single replica may have a fixed node ID.
 	if _, err := render(t, with(small, map[string]any{"app": map[string]any{"nodeID": 7, "replicas": 1, "autoscaling": map[string]any{"enabled": false}}})); err != nil {

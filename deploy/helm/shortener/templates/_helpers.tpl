@@ -134,3 +134,25 @@ seccompProfile:
 {{- $bytes := add (int64 $app.clicksMaxBytes) $segments $spool -}}
 {{- printf "%dMi" (div (add $bytes 1048575) 1048576) -}}
 {{- end -}}
+
+{{/* The chart's Galera nodes, host:port, comma-separated, pod 0 first:
+     each pod's name under the headless Service. */}}
+{{- define "shortener.galeraNodes" -}}
+{{- $name := printf "%s-galera" (include "shortener.fullname" .) -}}
+{{- $list := list -}}
+{{- range $i := until (int .Values.mysql.galera.replicas) -}}
+{{- $list = append $list (printf "%s-%d.%s.%s.svc:3306" $name $i $name $.Release.Namespace) -}}
+{{- end -}}
+{{- join "," $list -}}
+{{- end -}}
+
+{{/* The apps' SHORTENER_MYSQL_NODES: the chart's Galera nodes, or the
+     nodes given (mysql.nodes, with your own MySQL); empty, the DSN's
+     server alone. */}}
+{{- define "shortener.mysqlNodes" -}}
+{{- if and .Values.mysql.deploy .Values.mysql.galera.enabled -}}
+{{- include "shortener.galeraNodes" . -}}
+{{- else if not .Values.mysql.deploy -}}
+{{- join "," .Values.mysql.nodes -}}
+{{- end -}}
+{{- end -}}
