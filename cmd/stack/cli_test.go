@@ -85,6 +85,7 @@ func TestEnsurePrograms(t *testing.T) {
 			var runs [][]string
 			installed := false
 			sys := system{
+				programs: stack.Programs(),
 				missing: func() []stack.Program {
 					if installed {
 						return nil
@@ -194,28 +195,7 @@ func TestUpStatusDown(t *testing.T) {
 		t.Fatalf("up with app2 down: got %v, want it to restart app2", err)
 	}
 
-	// What the README tells a user to do: create a link, follow it.
-	c := chaos.NewClient(1)
-	resp, err := c.Post(s.BaseURL()+"/api/v1/links", "application/json", strings.NewReader(`{"url":"https://example.com/x"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var link struct {
-		ShortURL string `json:"short_url"`
-	}
-	json.NewDecoder(resp.Body).Decode(&link)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated || link.ShortURL == "" {
-		t.Fatalf("create: got %d %+v, want 201 with a short URL", resp.StatusCode, link)
-	}
-	resp, err = c.Get(link.ShortURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "https://example.com/x" {
-		t.Fatalf("follow %s: got %d %q, want 302 to https://example.com/x", link.ShortURL, resp.StatusCode, resp.Header.Get("Location"))
-	}
+	followLink(t, s.BaseURL(), "https://example.com/x")
 
 	pids := map[string]int{}
 	for _, p := range s.Procs() {
@@ -232,5 +212,113 @@ func TestUpStatusDown(t *testing.T) {
 	}
 	if st := status(); strings.Contains(st, " up") {
 		t.Errorf("status after down shows a process up:\n%s", st)
+	}
+}
+
+// TestGaleraPackages: with SHORTENER_STACK_MYSQL=galera, up installs the
+// Galera packages besides the stack's.
+func TestGaleraPackages(t *testing.T) {
+	for _, galera := range []bool{false, true} {
+		pkgs := stack.Packages(hostSystem(io.Discard, io.Discard, galera).programs)
+		for _, pkg := range []string{"galera-4", "mariadb-backup", "socat"} {
+			if slices.Contains(pkgs, pkg) != galera {
+				t.Errorf("galera %v: packages %q: got %s among them %v, want %v", galera, pkgs, pkg, !galera, galera)
+			}
+		}
+	}
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"status"}, func(k string) string {
+		if k == "SHORTENER_STACK_MYSQL" {
+			return "postgres"
+		}
+		return ""
+	}, &out, &errOut)
+	var u usageError
+	if !errors.As(err, &u) {
+		t.Errorf("SHORTENER_STACK_MYSQL=postgres: got %v, want a usage error", err)
+	}
+}
+
+// TestUpGalera drives the CLI with MariaDB as a Galera cluster: up,
+// status with each node's place in the cluster, a link created and
+// followed through apps that know every node, every node killed and
+// brought back by up (from the most advanced), down.
+func TestUpGalera(t *testing.T) {
+	stacktest.RequirePrograms(t)
+	stacktest.RequireGalera(t)
+	o := options{
+		dir: t.TempDir(), bin: stacktest.AppBinary(t), galera: true, killWithParent: true,
+		sys: hostSystem(io.Discard, io.Discard, true), // installed, as Require… checked
+	}
+	var out, progress bytes.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("output:\n%s\nprogress:\n%s", out.String(), progress.String())
+		}
+		down(o.dir, io.Discard)
+	})
+	ctx := context.Background()
+	if err := up(ctx, o, &out, &progress); err != nil {
+		t.Fatal(err)
+	}
+	s, err := stack.Attach(o.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Galera() || len(s.MySQLNodes()) != 3 {
+		t.Fatalf("up with galera: got %d MariaDB nodes (galera %v), want a cluster of 3", len(s.MySQLNodes()), s.Galera())
+	}
+	synced := func() {
+		t.Helper()
+		st, err := runCLI(t, "status", "-dir", o.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range s.MySQLNodes() {
+			if !regexp.MustCompile(`(?m)^  ` + p.Name + `\s+Synced, Primary, cluster size 3$`).MatchString(st) {
+				t.Errorf("status lacks %s synced in a primary component of 3:\n%s", p.Name, st)
+			}
+		}
+	}
+	synced()
+	followLink(t, s.BaseURL(), "https://example.com/galera")
+
+	for _, p := range s.MySQLNodes() {
+		if got, err := runCLI(t, "kill", "-dir", o.dir, p.Name); err != nil || !strings.Contains(got, "killed "+p.Name) {
+			t.Fatalf("kill %s: got %q, %v", p.Name, got, err)
+		}
+	}
+	out.Reset()
+	if err := up(ctx, o, &out, &progress); err != nil || !strings.Contains(out.String(), "restarted mysql-3") {
+		t.Fatalf("up with every node down: got %v, want it to restart them", err)
+	}
+	synced()
+	followLink(t, s.BaseURL(), "https://example.com/galera-again")
+}
+
+// followLink does what the README tells a user to do: create a link to
+// url through nginx at base, and follow it.
+func followLink(tb testing.TB, base, url string) {
+	tb.Helper()
+	c := chaos.NewClient(1)
+	resp, err := c.Post(base+"/api/v1/links", "application/json", strings.NewReader(`{"url":"`+url+`"}`))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var link struct {
+		ShortURL string `json:"short_url"`
+	}
+	json.NewDecoder(resp.Body).Decode(&link)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || link.ShortURL == "" {
+		tb.Fatalf("create: got %d %+v, want 201 with a short URL", resp.StatusCode, link)
+	}
+	resp, err = c.Get(link.ShortURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != url {
+		tb.Fatalf("follow %s: got %d %q, want 302 to %s", link.ShortURL, resp.StatusCode, resp.Header.Get("Location"), url)
 	}
 }

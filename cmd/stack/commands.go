@@ -18,8 +18,20 @@ import (
 )
 
 // masterTimeout bounds "who is the master" in status and master: the
-// sentinels answer at once or are down.
+// sentinels answer at once or are down. It bounds a Galera node's status
+// too.
 const masterTimeout = 3 * time.Second
+
+// localGaleraPorts are the Galera nodes' peer ports on the local stack:
+// Galera's defaults (group 4567, IST 4568, SST 4444) for mysql-1 and the
+// next ones for the others. Each node listens on a loopback address of
+// its own (stack.Proc.GaleraHost), so they would not clash if equal;
+// distinct, they read apart in ss and the logs.
+var localGaleraPorts = [3]stack.GaleraPorts{
+	{Group: 4567, IST: 4568, SST: 4444},
+	{Group: 4577, IST: 4578, SST: 4445},
+	{Group: 4587, IST: 4588, SST: 4446},
+}
 
 // up starts the stack in o.dir and waits until it is ready. A
 // stack that already runs there is left as it is, except that its stopped
@@ -40,6 +52,12 @@ func up(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		},
 	}))
 	cfg := topology.Config(o.dir, o.bin, o.local, o.killWithParent, log)
+	if o.galera {
+		cfg.Galera = true
+		if o.local {
+			cfg.GaleraPorts = localGaleraPorts
+		}
+	}
 	if s, err := stack.Attach(o.dir); err == nil && len(running(s)) > 0 {
 		return resume(ctx, s, cfg, stdout)
 	}
@@ -67,6 +85,20 @@ func resume(ctx context.Context, s *stack.Stack, cfg stack.Config, stdout io.Wri
 		}
 	}
 	fmt.Fprintf(stdout, "the stack in %s is already running\n", s.Dir())
+	// MariaDB first, and as a whole: a Galera cluster with every node
+	// down starts from its most advanced node.
+	var down []*stack.Proc
+	for _, p := range s.MySQLNodes() {
+		if !p.Running() {
+			down = append(down, p)
+		}
+	}
+	if err := s.StartMySQL(ctx); err != nil {
+		return err
+	}
+	for _, p := range down {
+		fmt.Fprintf(stdout, "restarted %s, which was down (pid %d)\n", p, p.Pid())
+	}
 	for _, p := range s.Procs() {
 		if p.Running() {
 			// Left as they are: someone froze or cut them off on purpose.
@@ -91,6 +123,16 @@ func resume(ctx context.Context, s *stack.Stack, cfg stack.Config, stdout io.Wri
 // in cfg matches any.
 func sameLayout(s *stack.Stack, cfg stack.Config) error {
 	want := map[string]int{"mysql": cfg.MySQLPort}
+	if cfg.Galera {
+		want = map[string]int{}
+		for i := range cfg.GaleraPorts {
+			port := 0
+			if cfg.MySQLPort != 0 {
+				port = cfg.MySQLPort + i
+			}
+			want[fmt.Sprintf("mysql-%d", i+1)] = port
+		}
+	}
 	for i := range 3 {
 		want[fmt.Sprintf("redis-%d", i+1)] = cfg.RedisPorts[i]
 		want[fmt.Sprintf("sentinel-%d", i+1)] = cfg.SentinelPorts[i]
@@ -122,7 +164,10 @@ func summary(w io.Writer, s *stack.Stack) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  base URL\t%s\n", base)
 	fmt.Fprintf(tw, "  try\tcurl -s --json '{\"url\":\"https://example.com/x\"}' %s/api/v1/links\n", base)
-	fmt.Fprintf(tw, "  logs\t%s/ (app1.log, app2.log, nginx-access.log, mysql.log, redis-1.log, sentinel-1.log, ...)\n", logs)
+	fmt.Fprintf(tw, "  logs\t%s/ (app1.log, app2.log, nginx-access.log, %s.log, redis-1.log, sentinel-1.log, ...)\n", logs, s.MySQL().Name)
+	if s.Galera() {
+		fmt.Fprintf(tw, "  MariaDB\ta Galera cluster: %s (mysql-1, -2, -3)\n", strings.Join(s.MySQLAddrs(), ", "))
+	}
 	fmt.Fprintf(tw, "  API key\t%s (send it as X-Api-Key)\n", filepath.Join(s.Dir(), topology.APIKeyFile))
 	redisPW := filepath.Join(s.Dir(), stack.RedisPasswordFile)
 	fmt.Fprintf(tw, "  Redis\tpassword in %s: REDISCLI_AUTH=$(cat %s) redis-cli -p %d\n", redisPW, redisPW, s.Redis()[0].Port)
@@ -192,6 +237,9 @@ func status(ctx context.Context, dir string, stdout io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", p.Name, pid, p.Port, state)
 	}
 	tw.Flush()
+	if s.Galera() {
+		galeraStatus(ctx, s, stdout)
+	}
 	mctx, cancel := context.WithTimeout(ctx, masterTimeout)
 	defer cancel()
 	if !slices.ContainsFunc(s.Sentinels(), (*stack.Proc).Running) {
@@ -202,6 +250,30 @@ func status(ctx context.Context, dir string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "master: %s (%s)\n", m.Name, m.Addr())
 	}
 	return nil
+}
+
+// galeraStatus prints how each Galera node sees itself and its cluster:
+// "mysql-1  Synced, Primary, cluster size 3".
+func galeraStatus(ctx context.Context, s *stack.Stack, stdout io.Writer) {
+	fmt.Fprintln(stdout, "galera:")
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	for _, p := range s.MySQLNodes() {
+		state := "down"
+		switch {
+		case p.Frozen(): // would not answer
+			state = "frozen"
+		case p.Running():
+			gctx, cancel := context.WithTimeout(ctx, masterTimeout)
+			g, err := s.GaleraStatus(gctx, p)
+			cancel()
+			state = g.String()
+			if err != nil {
+				state = fmt.Sprintf("unknown (%v)", err)
+			}
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", p.Name, state)
+	}
+	tw.Flush()
 }
 
 // master prints the Redis master as the sentinels see it.
@@ -259,7 +331,11 @@ var controls = map[string]func(ctx context.Context, p *stack.Proc) (string, erro
 		return fmt.Sprintf("restarted %s (pid %d, %s)", p.Name, p.Pid(), p.Addr()), err
 	},
 	"partition": func(ctx context.Context, p *stack.Proc) (string, error) {
-		return fmt.Sprintf("partitioned %s: packets to %s are dropped", p.Name, p.Addr()), p.Partition(ctx)
+		did := fmt.Sprintf("partitioned %s: packets to %s are dropped", p.Name, p.Addr())
+		if host := p.GaleraHost(); host != "" {
+			did = fmt.Sprintf("partitioned %s from its peers: packets from and to %s are dropped; %s still answers (error 1047 outside the primary component)", p.Name, host, p.Addr())
+		}
+		return did, p.Partition(ctx)
 	},
 	"heal": func(ctx context.Context, p *stack.Proc) (string, error) { return "healed " + p.Name, p.Heal(ctx) },
 }

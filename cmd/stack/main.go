@@ -1,6 +1,7 @@
-// Command stack runs the shortener's whole topology on 127.0.0.1 — MariaDB,
-// three Redis nodes, three sentinels, two app instances and nginx in front
-// of them — and gives people, tests and chaos runs the controls they need:
+// Command stack runs the shortener's whole topology on 127.0.0.1 — MariaDB
+// (with SHORTENER_STACK_MYSQL=galera, a three-node Galera cluster), three
+// Redis nodes, three sentinels, two app instances and nginx in front of
+// them — and gives people, tests and chaos runs the controls they need:
 // up and down, status and the Redis master, and kill, term, stop (freeze),
 // cont, restart, partition and heal of any of its processes by name;
 // `stack -h` (usage, below) lists them. The state directory (-dir)
@@ -69,14 +70,23 @@ commands:
   heal NAME...      remove the partition
 
 NAME: mysql redis-1 redis-2 redis-3 sentinel-1 sentinel-2 sentinel-3 app1 app2 nginx
+      (with Galera, mysql-1 mysql-2 mysql-3 in place of mysql)
+
+SHORTENER_STACK_MYSQL=galera makes up start MariaDB as a three-node Galera
+cluster: mysql-1 :3307, mysql-2 :3308, mysql-3 :3309, their peers' traffic
+(group :4567/:4577/:4587, IST :4568/:4578/:4588, SST :4444/:4445/:4446) on
+a loopback address of each node's own. Partition cuts a node off from its
+peers, its SQL port left reachable; restart rejoins it (IST, else SST).
 
 flags (before or after COMMAND):
 `
 
-// options are what up needs; the flags set dir and bin, tests the rest.
+// options are what up needs; the flags set dir and bin,
+// $SHORTENER_STACK_MYSQL galera, tests the rest.
 type options struct {
 	dir            string // state directory
 	bin            string // shortener binary
+	galera         bool   // MariaDB as a Galera cluster
 	local          bool   // on docs/design.md's ports, not free ones
 	killWithParent bool   // tests: the servers die with the test binary
 	sys            system // the machine, for installing missing programs
@@ -84,7 +94,15 @@ type options struct {
 
 // run parses the command line and runs one command.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	o := options{local: true, sys: hostSystem(stdout, stderr)}
+	o := options{local: true}
+	switch m := getenv("SHORTENER_STACK_MYSQL"); m {
+	case "", "mariadb":
+	case "galera":
+		o.galera = true
+	default:
+		return usageError{fmt.Sprintf("SHORTENER_STACK_MYSQL=%q: want galera, or mariadb (the default: one server)", m)}
+	}
+	o.sys = hostSystem(stdout, stderr, o.galera)
 	fs := flag.NewFlagSet("stack", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {

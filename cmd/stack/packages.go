@@ -14,6 +14,9 @@ import (
 // system is what ensurePrograms needs from the machine, so that a test can
 // play a machine without the servers, without root or without apt-get.
 type system struct {
+	// programs are what the stack runs and missing those of them that
+	// are not installed.
+	programs []stack.Program
 	missing  func() []stack.Program
 	euid     int
 	lookPath func(string) (string, error)
@@ -21,10 +24,19 @@ type system struct {
 	run func(ctx context.Context, env []string, name string, args ...string) error
 }
 
-// hostSystem is the machine this command runs on.
-func hostSystem(stdout, stderr io.Writer) system {
+// hostSystem is the machine this command runs on, for a stack with a
+// Galera cluster if galera.
+func hostSystem(stdout, stderr io.Writer, galera bool) system {
+	programs, missing := stack.Programs(), stack.MissingPrograms
+	if galera {
+		programs = append(programs, stack.GaleraPrograms()...)
+		missing = func() []stack.Program {
+			return append(stack.MissingPrograms(), stack.MissingGaleraPrograms()...)
+		}
+	}
 	return system{
-		missing:  stack.MissingPrograms,
+		programs: programs,
+		missing:  missing,
 		euid:     os.Geteuid(),
 		lookPath: exec.LookPath,
 		run: func(ctx context.Context, env []string, name string, args ...string) error {
@@ -60,7 +72,7 @@ func ensurePrograms(ctx context.Context, sys system, stdout io.Writer) error {
 		return fmt.Errorf("%w: %s; %s, then run up again", stack.ErrMissingProgram, strings.Join(names, ", "), how)
 	}
 	// All of the stack's packages at once, so one apt-get run suffices.
-	all := stack.Packages(stack.Programs())
+	all := stack.Packages(sys.programs)
 	fmt.Fprintf(stdout, "missing %s: installing %s with apt-get\n", strings.Join(names, ", "), strings.Join(all, " "))
 	env := []string{"DEBIAN_FRONTEND=noninteractive"}
 	if err := sys.run(ctx, env, aptGet, "update"); err != nil {
