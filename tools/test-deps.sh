@@ -10,8 +10,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# program:package, one per line: the servers the integration tests start,
-# iptables for partitions, Chromium for the browser test, Docker, compose
+# program:package, one per line: the servers the integration tests start
+# (MariaDB also as a Galera cluster: the Galera library, named by its
+# path, and the state transfer's mariabackup and socat), iptables for
+# partitions, Chromium for the browser test, Docker, compose
 # and mmdebstrap for deploy/'s end-to-end test, promtool for the alert
 # rules, Node's npm for the OpenAPI linter, and what the CI smoke test and
 # the Makefile call.
@@ -19,6 +21,9 @@ needs='
 mariadbd:mariadb-server
 mariadb-install-db:mariadb-server
 mariadb:mariadb-client
+/usr/lib/galera/libgalera_smm.so:galera-4
+mariabackup:mariadb-backup
+socat:socat
 redis-server:redis-server
 redis-sentinel:redis-sentinel
 nginx:nginx
@@ -36,6 +41,7 @@ pgrep:procps
 '
 
 found() {
+	case $1 in /*) [ -e "$1" ]; return ;; esac # a library
 	command -v "$1" >/dev/null 2>&1 && return 0
 	local d
 	for d in /usr/sbin /usr/local/sbin /sbin /usr/bin; do
