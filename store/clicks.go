@@ -219,7 +219,8 @@ func (q *batchRequests) first(r shortener.ClickRequest) bool {
 // (click_request_sets), in tx. It holds click_request_lock's row until tx
 // ends, so two batches sharing requests see one another: the second waits
 // for the first's commit and then reads its set (or, had it rolled back,
-// finds none). The lock is taken after the batch's segment row and before
+// finds none). It changes the row too: on Galera a lock is one node's, and
+// only a changed row makes two batches through two nodes conflict. The lock is taken after the batch's segment row and before
 // any count row, by every batch in that order, so it adds no deadlock.
 func newRequests(ctx context.Context, tx *sql.Tx, b shortener.ClickBatch) (*batchRequests, error) {
 	ids := make([]shortener.ClickRequest, 0, len(b.Clicks))
@@ -235,7 +236,7 @@ func newRequests(ctx context.Context, tx *sql.Tx, b shortener.ClickBatch) (*batc
 	ids = slices.Compact(ids)
 	q := &batchRequests{ids: ids, counted: make([]bool, len(ids))}
 	from, to := ids[0].At, ids[len(ids)-1].At
-	if _, err := tx.ExecContext(ctx, "INSERT INTO click_request_lock (id) VALUES (1) ON DUPLICATE KEY UPDATE id = id"); err != nil {
+	if _, err := tx.ExecContext(ctx, "INSERT INTO click_request_lock (id, turns) VALUES (1, 1) ON DUPLICATE KEY UPDATE turns = turns + 1"); err != nil {
 		return nil, fmt.Errorf("lock click requests: %w", err)
 	}
 	rows, err := tx.QueryContext(ctx, "SELECT ids FROM click_request_sets WHERE requested_to >= ? AND requested_from <= ?", from, to)
