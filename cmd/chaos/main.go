@@ -52,6 +52,7 @@ type options struct {
 	scenarios []chaos.Scenario
 	dir       string
 	out       string
+	all       bool // the whole matrix of the stack's kind
 }
 
 // parse reads the flags; getenv supplies the defaults of -dir.
@@ -92,7 +93,9 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if names == "all" || names == "" {
-		o.scenarios = chaos.Scenarios()
+		// Narrowed to those that fit the stack once run attaches to it
+		// (chaos.MatrixFor).
+		o.scenarios, o.all = chaos.Scenarios(), true
 		return o, nil
 	}
 	for _, n := range strings.Split(names, ",") {
@@ -114,6 +117,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	s, err := stack.Attach(o.dir)
 	if err != nil {
 		return fmt.Errorf("%w (start the stack with `make up`)", err)
+	}
+	if o.all {
+		o.scenarios = chaos.MatrixFor(s)
+	}
+	for _, sc := range o.scenarios {
+		if !sc.Fits(s) {
+			return fmt.Errorf("scenario %s does not run on this stack (Galera rows need SHORTENER_STACK_MYSQL=galera make up; mysql-down needs the single MariaDB)", sc.Name)
+		}
 	}
 	r, err := chaos.NewRunner(s, chaos.StackTarget(s), o.cfg, stderr)
 	if err != nil {

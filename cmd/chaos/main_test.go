@@ -26,9 +26,17 @@ func TestParseDefaultsRunTheWholeMatrix(t *testing.T) {
 	// phases plus about 20 s each of setup, drain, heal and ledger. (It
 	// was 15 for 11 rows; the resource and gray faults made 16, and
 	// shorter phases would no longer compare with the earlier runs.)
+	// A stack runs the rows that fit it (chaos.MatrixFor): the single
+	// MariaDB's matrix is every row but the Galera ones.
 	c := o.cfg
-	if per := c.Warmup + c.Steady + c.Fault + c.Recovery + 20*time.Second; time.Duration(len(o.scenarios))*per > 20*time.Minute {
-		t.Errorf("default phases take %v a scenario, %v for the matrix: over 20 minutes", per, time.Duration(len(o.scenarios))*per)
+	rows := 0
+	for _, sc := range o.scenarios {
+		if sc.Needs != chaos.NeedsGalera {
+			rows++
+		}
+	}
+	if per := c.Warmup + c.Steady + c.Fault + c.Recovery + 20*time.Second; time.Duration(rows)*per > 20*time.Minute {
+		t.Errorf("default phases take %v a scenario, %v for the matrix: over 20 minutes", per, time.Duration(rows)*per)
 	}
 }
 

@@ -24,7 +24,7 @@ func (r *Runner) heal(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.HealTimeout)
 	defer cancel()
 	var errs []error // errors.Join drops the nils
-	procs := slices.Concat([]*stack.Proc{r.s.MySQL()}, r.s.Sentinels(), r.s.Redis(), r.s.Apps())
+	procs := slices.Concat(r.s.MySQLNodes(), r.s.Sentinels(), r.s.Redis(), r.s.Apps())
 	if n := r.s.Nginx(); n != nil {
 		procs = append(procs, n)
 	}
@@ -55,6 +55,7 @@ func (r *Runner) heal(ctx context.Context) error {
 // healthy returns nil when the stack is whole, else the first thing wrong:
 // whole is every process running, none frozen or partitioned, no app's
 // clicks directory on a tmpfs (a disk-full run's), the
+// Galera nodes synced members of one component of all of them, the
 // sentinels naming a master that reports itself master with both other
 // nodes linked to it as replicas, every app ready and nginx answering
 // (the target's apps and base URL).
@@ -77,6 +78,18 @@ func healthy(ctx context.Context, s *stack.Stack, t Target, c *http.Client) erro
 			return err
 		} else if on {
 			return fmt.Errorf("%s's clicks directory is on a tmpfs", p.Name)
+		}
+	}
+	for _, p := range s.MySQLNodes() {
+		if !s.Galera() {
+			break
+		}
+		g, err := s.GaleraStatus(ctx, p)
+		switch {
+		case err != nil:
+			return err
+		case !g.Synced() || g.ClusterSize != len(s.MySQLNodes()):
+			return fmt.Errorf("%s is not a synced member of the whole cluster: %s", p.Name, g)
 		}
 	}
 	m, err := s.Master(ctx)

@@ -39,6 +39,43 @@ type Scenario struct {
 	// and that this scenario's row promises: trending's quality while
 	// Redis is slow, say.
 	Require []string
+	// Needs is the database the row runs on: NeedsAny, NeedsSingle (one
+	// MariaDB: mysql-down kills it) or NeedsGalera (the Galera rows).
+	Needs Needs
+}
+
+// Needs says which stacks a scenario runs on.
+type Needs int
+
+const (
+	NeedsAny    Needs = iota // any stack
+	NeedsSingle              // a stack with one MariaDB
+	NeedsGalera              // a stack with a three-node Galera cluster
+)
+
+// Fits reports whether sc runs on s.
+func (sc Scenario) Fits(s *stack.Stack) bool {
+	switch sc.Needs {
+	case NeedsSingle:
+		return !s.Galera()
+	case NeedsGalera:
+		return s.Galera()
+	}
+	return true
+}
+
+// MatrixFor is the scenarios a full run takes on s: on a single MariaDB
+// every row but the Galera ones; on a Galera stack the baseline and the
+// Galera rows (the Redis and app rows do not touch the database's
+// topology, and run on the default stack).
+func MatrixFor(s *stack.Stack) []Scenario {
+	var out []Scenario
+	for _, sc := range Scenarios() {
+		if sc.Fits(s) && (!s.Galera() || sc.Needs == NeedsGalera || sc.Name == "baseline") {
+			out = append(out, sc)
+		}
+	}
+	return out
 }
 
 // Scene is a scenario's view of the run while it breaks and heals the
@@ -54,7 +91,9 @@ type Scene struct {
 
 	// master is the Redis master when the fault began; promotion waits
 	// for its successor (watchPromotion).
-	master    *stack.Proc
+	master *stack.Proc
+	// mysqlNode is the Galera node a Galera row took away (galera.go).
+	mysqlNode *stack.Proc
 	promotion func() (*stack.Proc, error)
 	watches   sync.WaitGroup
 }

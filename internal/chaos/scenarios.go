@@ -41,13 +41,14 @@ const (
 const corruptSpool = `{"node":"app1","last_seq":12,"batches":[{"seq":3,"counts":[{"co`
 
 // Scenarios returns every scenario in the order a full run takes them:
-// the baseline first, as the yardstick, and MySQL last.
+// the baseline first, as the yardstick, then MySQL, then the Galera rows
+// (which run on a Galera stack alone: MatrixFor).
 func Scenarios() []Scenario {
 	masterChecks := func(within time.Duration) []Measure {
 		return []Measure{Failover(markMasterGone, "the master was taken away"), BackOnRedis(markPromoted, keyFillsOK, within),
 			MySQLBounded, AnsweredWithoutMySQL(0.95), BreakersClosed}
 	}
-	return []Scenario{
+	return append([]Scenario{
 		{
 			Name:   "baseline",
 			Fault:  "none",
@@ -398,8 +399,9 @@ func Scenarios() []Scenario {
 			Checks: []Measure{MySQLOutage},
 			// docs/design.md expects creates and unknown codes to get 503s.
 			Waive: []string{"creates", "misses"},
+			Needs: NeedsSingle,
 		},
-	}
+	}, galeraScenarios()...)
 }
 
 // masterAndApp injects the design card's own chaos run, as the

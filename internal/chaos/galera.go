@@ -1,0 +1,233 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"shortener/internal/stack"
+)
+
+// The Galera rows (issue 32) break one node of a three-node MariaDB
+// Galera cluster, the one the apps write through, under the full load:
+// redirects, creates, clicks, deletes and edits. They run only on a
+// Galera stack (SHORTENER_STACK_MYSQL=galera make up), where the apps
+// know every node (SHORTENER_MYSQL_NODES) and move their writes off a
+// node that dies, freezes or leaves the primary component (store's
+// cluster.go).
+const galeraExpect = "redirects 0 failed; creates 0 failed (a create may wait one failover, retried with its Idempotency-Key); " +
+	"clicks 0 lost, 0 double; deletes and edits hold; every app moves its writes to another node; " +
+	"the node rejoins and the cluster reports three synced members within a minute"
+
+// Marks of the Galera rows.
+const (
+	markNodeGone  = "mysql_node_gone"   // the writer node was taken away
+	markNodeMoved = "mysql_writer:"     // + app: the app writes through another node
+	markNodeHeal  = "mysql_node_heal"   // the node was restarted, thawed or healed
+	markNodeBack  = "mysql_node_synced" // … and the cluster has three synced members again
+)
+
+// keyWriter + node address: 1 when the app writes through that node
+// (shortener_mysql_writer{node}).
+const keyWriter = "mysql_writer/"
+
+// rejoinWithin is how soon after its restart (or heal) the node must be
+// back as the third synced member.
+const rejoinWithin = time.Minute
+
+// writerMoveLimit is how soon after the fault every app must write
+// through another node: the apps' connect deadline (a probe's, 500 ms by
+// default, SHORTENER_MYSQL_DIAL_TIMEOUT), the probe period (250 ms) and
+// this run's poll of their metrics (50 ms, and the scrape itself).
+const writerMoveLimit = 500*time.Millisecond + 250*time.Millisecond + 100*time.Millisecond
+
+func galeraScenarios() []Scenario {
+	checks := []Measure{WritesMoved, Rejoined}
+	return []Scenario{
+		{
+			Name:   "mysql-node-kill",
+			Fault:  "Galera: the apps' writer node SIGKILL",
+			Expect: galeraExpect,
+			Does: "SIGKILL the MariaDB Galera node the apps write through; the other two stay a primary component and the apps move their writes to the next node; " +
+				"at the end of the fault phase restart it (it rejoins by IST) and wait for three synced members",
+			Needs:  NeedsGalera,
+			Inject: takeWriterWith("SIGKILL %s (the apps' writer)", noCtx((*stack.Proc).Kill)),
+			Heal:   healWriter("restarted %s", (*stack.Proc).Restart),
+			Checks: checks,
+		},
+		{
+			Name:   "mysql-node-freeze",
+			Fault:  "Galera: the apps' writer node frozen (SIGSTOP)",
+			Expect: galeraExpect,
+			Does: "SIGSTOP the Galera node the apps write through (its sockets stay open, nothing answers; the group waits for it until it is evicted); " +
+				"the apps' probes time out and they move their writes; at the end of the fault phase SIGCONT it and wait for three synced members",
+			Needs:  NeedsGalera,
+			Inject: takeWriterWith("SIGSTOP %s (the apps' writer)", noCtx((*stack.Proc).Stop)),
+			Heal:   healWriter("SIGCONT %s", noCtx((*stack.Proc).Cont)),
+			Checks: checks,
+		},
+		{
+			Name:   "mysql-node-partition",
+			Fault:  "Galera: the apps' writer node cut off from its peers",
+			Expect: galeraExpect,
+			Does: "drop every packet between the Galera node the apps write through and its two peers (its SQL port stays reachable); " +
+				"it leaves the primary component and refuses queries (1047), and the apps move their writes; at the end of the fault phase remove the rules and wait for three synced members",
+			Needs:  NeedsGalera,
+			Inject: takeWriterWith("cut %s (the apps' writer) off from its peers", (*stack.Proc).Partition),
+			Heal:   healWriter("healed %s", (*stack.Proc).Heal),
+			Checks: checks,
+		},
+	}
+}
+
+// takeWriterWith finds the node the apps write through, records it as
+// the one this fault takes, applies f to it and waits until every app
+// writes through another node.
+func takeWriterWith(format string, f func(*stack.Proc, context.Context) error) func(context.Context, *Scene) error {
+	return func(ctx context.Context, s *Scene) error {
+		w, err := s.writer(ctx)
+		if err != nil {
+			return err
+		}
+		s.mysqlNode = w
+		s.Note(markNodeGone, format, w.Name)
+		if err := f(w, ctx); err != nil {
+			return err
+		}
+		return s.awaitWritesMoved(ctx, w)
+	}
+}
+
+// healWriter undoes the fault on the node takeWriterWith took and waits
+// until the cluster has three synced members.
+func healWriter(format string, f func(*stack.Proc, context.Context) error) func(context.Context, *Scene) error {
+	return func(ctx context.Context, s *Scene) error {
+		w := s.mysqlNode
+		if w == nil {
+			return errNotInjected
+		}
+		s.Note(markNodeHeal, format, w.Name)
+		begin := time.Now()
+		if err := f(w, ctx); err != nil {
+			return err
+		}
+		if err := s.Stack.WaitSynced(ctx); err != nil {
+			return fmt.Errorf("wait for three synced members: %w", err)
+		}
+		s.Note(markNodeBack, "three synced members again, %s after the heal began", ms(time.Since(begin)))
+		return nil
+	}
+}
+
+// writer returns the node every app writes through, read from their
+// metrics; an error if they disagree or none says.
+func (s *Scene) writer(ctx context.Context) (*stack.Proc, error) {
+	var addr string
+	for _, a := range s.Stack.Apps() {
+		w, err := appWriter(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		if addr != "" && w != addr {
+			return nil, fmt.Errorf("the apps write through different nodes: %s and %s", addr, w)
+		}
+		addr = w
+	}
+	for _, p := range s.Stack.MySQLNodes() {
+		if p.Addr() == addr {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("the apps write through %q, which is none of the stack's MySQL nodes", addr)
+}
+
+// awaitWritesMoved notes, per app, when it writes through a node other
+// than w.
+func (s *Scene) awaitWritesMoved(ctx context.Context, w *stack.Proc) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	pending := s.Stack.Apps()
+	for len(pending) > 0 {
+		var left []*stack.Proc
+		for _, a := range pending {
+			now, err := appWriter(ctx, a)
+			if err != nil || now == w.Addr() {
+				left = append(left, a)
+				continue
+			}
+			s.Note(markNodeMoved+a.Name, "%s writes through %s", a.Name, now)
+		}
+		pending = left
+		if len(pending) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("apps still writing through %s: %w", w.Name, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+var writerClient = &http.Client{Timeout: time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+
+// appWriter is the node app a writes through, from its /metrics.
+func appWriter(ctx context.Context, a *stack.Proc) (string, error) {
+	m, err := Scrape(ctx, writerClient, "http://"+a.Addr())
+	if err != nil {
+		return "", err
+	}
+	var w string
+	m.each("shortener_mysql_writer", func(l model.Metric, v float64) {
+		if v == 1 {
+			w = string(l["node"])
+		}
+	})
+	if w == "" {
+		return "", errors.New(a.Name + " reports no MySQL writer (shortener_mysql_writer): not started with SHORTENER_MYSQL_NODES?")
+	}
+	return w, nil
+}
+
+// WritesMoved reports how long after the node was taken each app wrote
+// through another one: the issue's "within one connect deadline", a
+// timing check.
+func WritesMoved(r *Run) []Check {
+	gone, ok := r.Marks[markNodeGone]
+	if !ok {
+		return nil
+	}
+	var checks []Check
+	limit := writerMoveLimit
+	for _, app := range r.Apps {
+		at, ok := r.Marks[markNodeMoved+app]
+		got := "never"
+		if ok {
+			got = ms(at - gone)
+		}
+		checks = append(checks, Check{ID: "mysql.writer." + app, What: app + ": writes moved to another node after the fault",
+			Want: "≤ " + ms(limit) + " (a connect deadline, a probe period, this poll)", Got: got, OK: ok && at-gone <= limit, Required: true, Timing: ok})
+	}
+	return checks
+}
+
+// Rejoined checks that the node was a synced member again within
+// rejoinWithin of its restart or heal.
+func Rejoined(r *Run) []Check {
+	heal, ok1 := r.Marks[markNodeHeal]
+	back, ok2 := r.Marks[markNodeBack]
+	if !ok1 {
+		return nil
+	}
+	got := "not synced"
+	if ok2 {
+		got = ms(back - heal)
+	}
+	return []Check{{ID: "mysql.rejoined", What: "from the node's restart or heal to three synced members", Want: "≤ " + ms(rejoinWithin),
+		Got: got, OK: ok2 && back-heal <= rejoinWithin, Required: true, Timing: ok2}}
+}
