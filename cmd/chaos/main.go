@@ -68,7 +68,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	}
 	fs.StringVar(&names, "scenario", "all", "scenarios to run, comma-separated, or all: "+strings.Join(names0, ", "))
 	fs.StringVar(&o.dir, "dir", stack.DefaultDir(getenv), "state directory of the running stack ($SHORTENER_STACK_DIR)")
-	fs.StringVar(&o.out, "out", filepath.Join(stack.RepoRoot(), "docs", "chaos"), "directory for the reports")
+	fs.StringVar(&o.out, "out", "", "directory for the reports (default docs/chaos, or docs/chaos/galera on a Galera stack)")
 	fs.Float64Var(&c.Rate, "rate", c.Rate, "requests per second (constant arrival rate)")
 	fs.Float64Var(&c.CreateShare, "create-share", c.CreateShare, "share of requests that create a link (nginx allows 100 creates/s per address)")
 	fs.Float64Var(&c.MissShare, "miss-share", c.MissShare, "share of requests for codes that were never issued")
@@ -120,6 +120,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if o.all {
 		o.scenarios = chaos.MatrixFor(s)
+	}
+	if o.out == "" {
+		// A Galera stack's reports are a matrix of their own, beside the
+		// single MariaDB's rather than over its baseline and summary.
+		o.out = filepath.Join(stack.RepoRoot(), "docs", "chaos")
+		if s.Galera() {
+			o.out = filepath.Join(o.out, "galera")
+		}
 	}
 	for _, sc := range o.scenarios {
 		if !sc.Fits(s) {

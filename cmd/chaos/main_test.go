@@ -19,8 +19,8 @@ func TestParseDefaultsRunTheWholeMatrix(t *testing.T) {
 	if len(o.scenarios) != len(chaos.Scenarios()) || o.scenarios[0].Name != "baseline" {
 		t.Errorf("default scenarios: got %d starting with %q, want the %d of the matrix starting with baseline", len(o.scenarios), o.scenarios[0].Name, len(chaos.Scenarios()))
 	}
-	if !strings.HasSuffix(o.dir, ".stack") || !strings.HasSuffix(o.out, "docs/chaos") {
-		t.Errorf("dir %q, out %q: want .stack and docs/chaos", o.dir, o.out)
+	if !strings.HasSuffix(o.dir, ".stack") || o.out != "" {
+		t.Errorf("dir %q, out %q: want .stack and none yet (run picks docs/chaos or docs/chaos/galera by the stack)", o.dir, o.out)
 	}
 	// The matrix must fit in 20 minutes, a sitting: every scenario of its
 	// phases plus about 20 s each of setup, drain, heal and ledger. (It
