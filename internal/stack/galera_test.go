@@ -57,17 +57,20 @@ func TestGalera(t *testing.T) {
 
 	// A killed node leaves a primary component of two, which writes on.
 	one := nodes[0]
+	begin := time.Now()
 	if err := one.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	waitMembers(t, ctx, s, nodes[1:], 2)
 	mustExec(t, ctx, dbs[1], "INSERT INTO t VALUES (2, 'mysql-1 down')")
+	t.Logf("kill: a commit on %s right after %s's SIGKILL took %v", nodes[1].Name, one.Name, time.Since(begin).Round(time.Millisecond))
+	waitMembers(t, ctx, s, nodes[1:], 2)
+	t.Logf("kill: two synced members %v after the SIGKILL", time.Since(begin).Round(time.Millisecond))
 
 	// Restarted, it rejoins with what it missed, sent alone (IST): its
 	// data files are the ones it had, where a full state transfer would
 	// have replaced them with a donor's copy.
 	before := inode(t, s, one)
-	begin := time.Now()
+	begin = time.Now()
 	if err := one.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -86,9 +89,12 @@ func TestGalera(t *testing.T) {
 	// refuses queries on its SQL port, which stays reachable; the others
 	// write on.
 	three := nodes[2]
+	begin = time.Now()
 	if err := three.Partition(ctx); err != nil {
 		t.Fatal(err)
 	}
+	mustExec(t, ctx, dbs[0], "INSERT INTO t VALUES (3, 'mysql-3 cut off')")
+	t.Logf("partition: a commit on %s right after %s's Partition took %v", one.Name, three.Name, time.Since(begin).Round(time.Millisecond))
 	poll.Until(t, three.Name+" to leave the primary component", func() error {
 		g, err := s.GaleraStatus(ctx, three)
 		if err != nil {
@@ -104,7 +110,7 @@ func TestGalera(t *testing.T) {
 		t.Fatalf("query on partitioned %s: got %v, want error %d", three, err, errNonPrimary)
 	}
 	waitMembers(t, ctx, s, nodes[:2], 2)
-	mustExec(t, ctx, dbs[0], "INSERT INTO t VALUES (3, 'mysql-3 cut off')")
+	t.Logf("partition: %s refuses queries, two synced members %v after Partition", three.Name, time.Since(begin).Round(time.Millisecond))
 
 	begin = time.Now()
 	if err := three.Heal(ctx); err != nil {
