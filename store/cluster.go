@@ -27,8 +27,8 @@ import (
 // The writer is the first node, in Config.Nodes' order, that is healthy:
 // every instance is given the same list, so every instance picks the
 // same node. A probe asks each node every ProbeEvery, within the connect
-// deadline, whether it is ready, Synced and in the primary component
-// (wsrep_ready, wsrep_local_state, wsrep_cluster_status). A node that
+// deadline, whether it is ready, Synced (or a donor) and in the primary
+// component (wsrep_ready, wsrep_local_state, wsrep_cluster_status). A node that
 // fails one probe, or refuses a connection, stops being the writer at
 // once; a node that comes back becomes the writer again only after
 // passing probes for riseAfter, so a flapping node does not drag every
@@ -45,9 +45,16 @@ import (
 // before it is preferred as the writer again.
 const riseAfter = 2 * time.Second
 
-// wsrepSynced is wsrep_local_state's value for a node that is in step
-// with the cluster (4: Synced); Donor (2) and Joining/Joined are not.
-const wsrepSynced = 4
+// wsrep_local_state's values for a node that takes writes in step with
+// the cluster: Synced (4), and Donor/Desynced (2), a synced node serving
+// a state transfer to a rejoining one. A mariabackup transfer does not
+// block the donor, and the donor is usually the writer itself, so
+// moving off it would make every rejoin a switch. Joining (1) and Joined
+// (3) are still catching up.
+const (
+	wsrepDonor  = 2
+	wsrepSynced = 4
+)
 
 type cluster struct {
 	nodes   []*clusterNode
@@ -244,7 +251,8 @@ func (c *cluster) probeNode(n *clusterNode) {
 }
 
 // galeraState reads a node's wsrep status; ok when it may take writes:
-// ready, Synced, in the primary component, or not a Galera node at all.
+// ready, Synced or a donor, in the primary component, or not a Galera
+// node at all.
 func galeraState(ctx context.Context, db *sql.DB) (state string, ok bool, err error) {
 	rows, err := db.QueryContext(ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_ready', 'wsrep_local_state', 'wsrep_cluster_status')")
 	if err != nil {
@@ -267,7 +275,7 @@ func galeraState(ctx context.Context, db *sql.DB) (state string, ok bool, err er
 	}
 	local, _ := strconv.Atoi(v["wsrep_local_state"])
 	state = fmt.Sprintf("ready=%s state=%s cluster=%s", v["wsrep_ready"], v["wsrep_local_state"], v["wsrep_cluster_status"])
-	return state, v["wsrep_ready"] == "ON" && local == wsrepSynced && v["wsrep_cluster_status"] == "Primary", nil
+	return state, v["wsrep_ready"] == "ON" && (local == wsrepSynced || local == wsrepDonor) && v["wsrep_cluster_status"] == "Primary", nil
 }
 
 func (c *cluster) close() {
