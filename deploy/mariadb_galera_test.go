@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -140,6 +141,17 @@ func grastate(seqno int, safe int) string {
 func TestMariaDBGaleraStart(t *testing.T) {
 	const nodes = "MARIADB_GALERA_NODES=10.0.0.1:3306,10.0.0.2:3306,10.0.0.3:3306"
 	const recovered = "1358d693-f0ba-11f1-9a92-5f07fef7fba4:42"
+	// The group communication's timeouts are the local stack's, which
+	// the chaos runs and internal/stack's Galera tests measure.
+	src, err := os.ReadFile("../internal/stack/galera.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^const galeraTimeouts = "([^"]+)"$`).FindSubmatch(src)
+	if m == nil {
+		t.Fatal("internal/stack/galera.go: no const galeraTimeouts: where are the local stack's Galera timeouts now?")
+	}
+	timeouts := string(m[1])
 	self := func(n int) string { return fmt.Sprintf("MARIADB_GALERA_SELF=10.0.0.%d", n) }
 	tests := []struct {
 		name      string
@@ -176,6 +188,11 @@ func TestMariaDBGaleraStart(t *testing.T) {
 				if !g.has(want) {
 					t.Errorf("mariadbd without %s: %q", want, g.last())
 				}
+			}
+			if !slices.ContainsFunc(g.last(), func(a string) bool {
+				return strings.HasPrefix(a, "--wsrep-provider-options=") && strings.Contains(a, timeouts)
+			}) {
+				t.Errorf("mariadbd's provider options without the local stack's timeouts %s: %q", timeouts, g.last())
 			}
 			// The writer is the first healthy node: donors from the end.
 			me := strings.TrimPrefix(tt.env[1], "MARIADB_GALERA_SELF=")

@@ -136,16 +136,29 @@ esac
 # first, away from the one the apps write through (the first healthy),
 # then any (the trailing comma).
 #
-# max_connections: when a node dies the others stall every commit until
-# they evict it (evs.suspect_timeout, 5 s); each write an app gives up on
-# (its 1 s deadline) keeps its server thread blocked until then, and the
-# retries open new connections. The compose end-to-end test saw 151,
+# When a node dies or freezes the others stall every commit until they
+# evict it: the group communication's timeouts are the local stack's
+# (internal/stack/galera.go, galeraTimeouts; a test compares them),
+# which evict one after 3 s of silence instead of Galera's 5 s.
+# max_connections: each write an app gives up on meanwhile (its 1 s
+# deadline) keeps its server thread blocked until the eviction, and the
+# retries open new connections; the compose end-to-end test saw 151,
 # MariaDB's default, run out on the node the apps moved to.
+#
+# pc.recovery (unlike the local stack, which has no use for it: it
+# restarts a crashed cluster itself from its most advanced node): a
+# cluster whose nodes all crashed, as a host's reboot crashes a compose
+# stack's, forms again by itself once all are back. Its price: a node
+# restarted before the others evicted it comes back under its old
+# identity, which they keep out a while; measured here, 20-25 s to
+# Synced instead of 5-6 s (restarted after the eviction: 7-8 s either
+# way).
+timeouts="evs.keepalive_period=PT0.5S;evs.suspect_timeout=PT3S;evs.inactive_timeout=PT6S;evs.install_timeout=PT6S"
 set -- "$@" --wsrep-on=ON --wsrep-provider=/usr/lib/galera/libgalera_smm.so \
 	--wsrep-cluster-name="${MARIADB_GALERA_CLUSTER:-shortener}" --wsrep-cluster-address="gcomm://$hosts" \
 	--wsrep-node-name="$self" --wsrep-node-address="${MARIADB_GALERA_ADDRESS:-$self}" \
 	--wsrep-sst-method=rsync --wsrep-sst-donor="$donors" \
-	--wsrep-provider-options="gcache.size=${MARIADB_GALERA_GCACHE:-128M};gcache.recover=yes;pc.recovery=true" \
+	--wsrep-provider-options="gcache.size=${MARIADB_GALERA_GCACHE:-128M};gcache.recover=yes;pc.recovery=true;$timeouts" \
 	--binlog-format=ROW --innodb-autoinc-lock-mode=2 --max-connections="${MARIADB_MAX_CONNECTIONS:-1000}"
 
 # listening says whether any other node accepts a connection on Galera's
