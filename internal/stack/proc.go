@@ -161,7 +161,11 @@ func (p *Proc) Cont() error {
 // Restart stops the server if it runs and starts it again with the same
 // port, configuration and data, returning once it is ready. A Redis node
 // comes back as a replica of whichever node the sentinels name as master,
-// so a restart never makes a second master. A partitioned server is healed
+// so a restart never makes a second master. A Galera node rejoins its
+// cluster, ready once synced (sent what it missed by IST, or everything
+// by SST); with no other node running it bootstraps the cluster instead,
+// if no other node's data is ahead of its own (ErrBehind; see
+// Stack.StartMySQL). A partitioned server is healed
 // first: it could not show itself ready otherwise. On error the server is
 // left stopped. Without a deadline on ctx, Restart gives up after a minute.
 func (p *Proc) Restart(ctx context.Context) error {
