@@ -28,9 +28,7 @@ import (
 // each leaves it with three synced members.
 func TestGalera(t *testing.T) {
 	stacktest.RequireRoot(t) // partitions are iptables rules
-	s := stacktest.StartWith(t, func(ctx context.Context, dir string, log *slog.Logger) (*stack.Stack, error) {
-		return stack.Start(ctx, stack.Config{Dir: dir, KillWithParent: true, Log: log, Galera: true})
-	})
+	s := stacktest.StartGalera(t)
 	nodes := s.MySQLNodes()
 	addrs := s.MySQLAddrs()
 	if len(nodes) != 3 {
