@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,7 +29,9 @@ import (
 // every instance is given the same list, so every instance picks the
 // same node. A probe asks each node every ProbeEvery, within the connect
 // deadline, whether it is ready, Synced (or a donor) and in the primary
-// component (wsrep_ready, wsrep_local_state, wsrep_cluster_status). A node that
+// component of the newest view the nodes report (wsrep_ready,
+// wsrep_local_state, wsrep_cluster_status, wsrep_cluster_conf_id: see
+// judge). A node that
 // fails one probe, or refuses a connection, stops being the writer at
 // once; a node that comes back becomes the writer again only after
 // passing probes for riseAfter, so a flapping node does not drag every
@@ -214,12 +217,7 @@ func (c *cluster) run() {
 	t := time.NewTicker(c.every)
 	defer t.Stop()
 	for {
-		var wg sync.WaitGroup
-		for _, n := range c.nodes {
-			wg.Go(func() { c.probeNode(n) })
-		}
-		wg.Wait()
-		c.elect()
+		c.probeAll()
 		select {
 		case <-c.stop:
 			return
@@ -228,19 +226,28 @@ func (c *cluster) run() {
 	}
 }
 
-// probeNode asks n for its wsrep status within the connect deadline.
-func (c *cluster) probeNode(n *clusterNode) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
-	defer cancel()
-	state, ok, err := galeraState(ctx, n.probe)
-	switch {
-	case err != nil:
-		state = "probe: " + err.Error()
-	case !ok:
-		state = "not synced: " + state
+// probeAll probes every node at once, judges each against the others
+// (judge) and elects the writer.
+func (c *cluster) probeAll() {
+	seen := make([]nodeStatus, len(c.nodes))
+	var wg sync.WaitGroup
+	for i, n := range c.nodes {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+			defer cancel()
+			seen[i] = galeraState(ctx, n.probe)
+		})
 	}
+	wg.Wait()
+	for i, ok := range judge(seen) {
+		c.setHealth(c.nodes[i], ok, seen[i].String())
+	}
+	c.elect()
+}
+
+// setHealth records a node's probe.
+func (c *cluster) setHealth(n *clusterNode, healthy bool, state string) {
 	n.state.Store(state)
-	healthy := err == nil && ok
 	if healthy && !n.healthy.Load() {
 		n.since.Store(time.Now().UnixNano())
 		n.healthy.Store(true)
@@ -250,32 +257,77 @@ func (c *cluster) probeNode(n *clusterNode) {
 	}
 }
 
-// galeraState reads a node's wsrep status; ok when it may take writes:
-// ready, Synced or a donor, in the primary component, or not a Galera
-// node at all.
-func galeraState(ctx context.Context, db *sql.DB) (state string, ok bool, err error) {
-	rows, err := db.QueryContext(ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_ready', 'wsrep_local_state', 'wsrep_cluster_status')")
+// nodeStatus is what a probe read of a node.
+type nodeStatus struct {
+	err     error
+	galera  bool   // the server reports wsrep status
+	ready   bool   // wsrep_ready ON
+	state   int    // wsrep_local_state
+	primary bool   // wsrep_cluster_status Primary
+	view    uint64 // wsrep_cluster_conf_id: the membership view it is in
+}
+
+func (st nodeStatus) String() string {
+	switch {
+	case st.err != nil:
+		return "probe: " + st.err.Error()
+	case !st.galera:
+		return "no wsrep"
+	}
+	return fmt.Sprintf("ready=%v state=%d primary=%v view=%d", st.ready, st.state, st.primary, st.view)
+}
+
+// judge says which nodes may take writes: those that answered, and
+// either are not Galera nodes or are ready, Synced (or a donor) and in
+// the primary component of the newest view any of them reports. A node
+// thawed after a freeze, or whose partition just healed, still reports
+// itself Synced in the primary component of the view it was in, for a
+// second or more, until it learns that the others went on without it:
+// meanwhile it answers reads from a state that misses their writes (a
+// chaos run saw deleted links served again through it). Its view is
+// older than theirs, which is how it is told apart. (A node alone with
+// an older view, its peers unreachable to the probe, is still taken: it
+// may be all there is.)
+func judge(seen []nodeStatus) []bool {
+	var newest uint64
+	for _, st := range seen {
+		if st.err == nil && st.galera && st.primary {
+			newest = max(newest, st.view)
+		}
+	}
+	ok := make([]bool, len(seen))
+	for i, st := range seen {
+		ok[i] = st.err == nil && (!st.galera ||
+			st.ready && st.primary && (st.state == wsrepSynced || st.state == wsrepDonor) && st.view == newest)
+	}
+	return ok
+}
+
+// galeraState reads a node's wsrep status.
+func galeraState(ctx context.Context, db *sql.DB) nodeStatus {
+	rows, err := db.QueryContext(ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_ready', 'wsrep_local_state', 'wsrep_cluster_status', 'wsrep_cluster_conf_id')")
 	if err != nil {
-		return "", false, err
+		return nodeStatus{err: err}
 	}
 	defer rows.Close()
 	v := map[string]string{}
 	for rows.Next() {
 		var name, value string
 		if err := rows.Scan(&name, &value); err != nil {
-			return "", false, err
+			return nodeStatus{err: err}
 		}
-		v[name] = value
+		v[strings.ToLower(name)] = value
 	}
 	if err := rows.Err(); err != nil {
-		return "", false, err
+		return nodeStatus{err: err}
 	}
-	if len(v) == 0 || v["wsrep_ready"] == "" {
-		return "no wsrep", true, nil
+	if v["wsrep_ready"] == "" {
+		return nodeStatus{}
 	}
-	local, _ := strconv.Atoi(v["wsrep_local_state"])
-	state = fmt.Sprintf("ready=%s state=%s cluster=%s", v["wsrep_ready"], v["wsrep_local_state"], v["wsrep_cluster_status"])
-	return state, v["wsrep_ready"] == "ON" && (local == wsrepSynced || local == wsrepDonor) && v["wsrep_cluster_status"] == "Primary", nil
+	st := nodeStatus{galera: true, ready: v["wsrep_ready"] == "ON", primary: v["wsrep_cluster_status"] == "Primary"}
+	st.state, _ = strconv.Atoi(v["wsrep_local_state"])
+	st.view, _ = strconv.ParseUint(v["wsrep_cluster_conf_id"], 10, 64)
+	return st
 }
 
 func (c *cluster) close() {

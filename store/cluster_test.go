@@ -108,3 +108,33 @@ func TestRetryable(t *testing.T) {
 		}
 	}
 }
+
+// TestJudge: a node that reports itself synced in an older view than
+// the others (thawed after a freeze, its partition just healed) is not
+// taken until it rejoins their view.
+func TestJudge(t *testing.T) {
+	synced := func(view uint64) nodeStatus {
+		return nodeStatus{galera: true, ready: true, primary: true, state: wsrepSynced, view: view}
+	}
+	down := nodeStatus{err: errors.New("probe: context deadline exceeded")}
+	for _, tc := range []struct {
+		name string
+		seen []nodeStatus
+		want []bool
+	}{
+		{"all in one view", []nodeStatus{synced(5), synced(5), synced(5)}, []bool{true, true, true}},
+		{"thawed, in the view it was evicted from", []nodeStatus{synced(5), synced(6), synced(6)}, []bool{false, true, true}},
+		{"frozen", []nodeStatus{down, synced(6), synced(6)}, []bool{false, true, true}},
+		{"alone and answering", []nodeStatus{synced(5), down, down}, []bool{true, false, false}},
+		{"cut off: non-primary", []nodeStatus{{galera: true, ready: false, primary: false, state: 0, view: 1<<64 - 1}, synced(6), synced(6)}, []bool{false, true, true}},
+		{"a donor takes writes", []nodeStatus{{galera: true, ready: true, primary: true, state: wsrepDonor, view: 7}, synced(7), {galera: true, ready: true, primary: true, state: 1, view: 7}}, []bool{true, true, false}},
+		{"plain MariaDB", []nodeStatus{{}}, []bool{true}},
+	} {
+		got := judge(tc.seen)
+		for i := range got {
+			if got[i] != tc.want[i] {
+				t.Errorf("%s: node %d taken %v, want %v (%v)", tc.name, i, got[i], tc.want[i], tc.seen[i])
+			}
+		}
+	}
+}
