@@ -5,15 +5,18 @@
 #                             (harmless when it already runs); prints the
 #                             DOCKER_HOST to export
 #   deploy/docker.sh base     build the local Debian base image with
-#                             mmdebstrap and docker import it, unless the
-#                             image already exists (cached between runs)
+#                             mmdebstrap and docker import it, unless an
+#                             image of the same package list exists
+#                             (cached between runs; a base made with
+#                             another list is made again)
 #   deploy/docker.sh stop     stop the daemon this script started
 #
 # Debian's docker.io does not start a daemon on install here, and no image
 # registry is reachable, so the service images build FROM a base made from
 # Debian's package mirror: mmdebstrap --variant=minbase bookworm with the
 # servers already included (redis-server, redis-sentinel, nginx-light,
-# mariadb-server), so that no image build needs the network. Production
+# mariadb-server with galera-4, and mariadb-backup, the Galera nodes'
+# state transfer), so that no image build needs the network. Production
 # builds pass BASE=debian:bookworm-slim instead and the Dockerfiles install
 # the same packages with apt-get.
 set -euo pipefail
@@ -61,8 +64,15 @@ daemon() {
 	exit 1
 }
 
+# PACKAGES are the base's packages; the image is labelled with them, so
+# that a base made before a package was added is not taken for this one
+# (its Dockerfiles would then go to the network for the package).
+PACKAGES=redis-server,redis-sentinel,redis-tools,nginx-light,mariadb-server,mariadb-client,mariadb-backup,galera-4,socat,ca-certificates
+
 base() {
-	if "$DOCKER" image inspect "$BASE" >/dev/null 2>&1; then
+	local held
+	held=$("$DOCKER" image inspect --format '{{index .Config.Labels "shortener.base.packages"}}' "$BASE" 2>/dev/null) || held=""
+	if [ "$held" = "$PACKAGES" ]; then
 		echo "base image $BASE: cached"
 		return
 	fi
@@ -70,11 +80,10 @@ base() {
 	tar=$(mktemp --suffix=.tar)
 	trap 'rm -f "$tar"' RETURN
 	echo "base image $BASE: mmdebstrap bookworm (about a minute)"
-	nice -n 10 mmdebstrap --quiet --variant=minbase \
-		--include=redis-server,redis-sentinel,redis-tools,nginx-light,mariadb-server,mariadb-client,ca-certificates \
+	nice -n 10 mmdebstrap --quiet --variant=minbase --include="$PACKAGES" \
 		--customize-hook='rm -rf "$1"/var/cache/apt/archives/*.deb "$1"/var/lib/apt/lists/*' \
 		bookworm "$tar"
-	"$DOCKER" import "$tar" "$BASE" >/dev/null
+	"$DOCKER" import --change "LABEL shortener.base.packages=$PACKAGES" "$tar" "$BASE" >/dev/null
 	echo "base image $BASE: imported"
 }
 

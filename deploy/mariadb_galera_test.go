@@ -21,7 +21,8 @@ import (
 
 // galeraShims are the programs the entrypoint runs, as scripts:
 //
-//	mariadbd  writes its arguments, one a line, to calls/<n>; with
+//	mariadbd  writes its arguments, one a line, to calls/<n>, those of
+//	          its --defaults-file's [mysqld] group first; with
 //	          --wsrep-recover it logs SHIM_RECOVERED as the recovered
 //	          position to its --log-error file
 //	timeout   "timeout 2 bash -c 'exec 3<>/dev/tcp/HOST/4567'", the
@@ -33,7 +34,11 @@ import (
 var galeraShims = map[string]string{
 	"mariadbd": `#!/bin/sh
 n=$(ls "$SHIM_DIR/calls" | wc -l)
-printf '%s\n' "$@" >"$SHIM_DIR/calls/$n"
+case $1 in --defaults-file=*)
+	sed -n '/^\[mysqld\]/,/^\[/s/^\([a-z]\)/--\1/p' "${1#--defaults-file=}" >"$SHIM_DIR/calls/$n"
+	shift ;;
+esac
+printf '%s\n' "$@" >>"$SHIM_DIR/calls/$n"
 for a; do
 	case $a in --log-error=*) log=${a#--log-error=} ;; esac
 done
@@ -184,7 +189,7 @@ func TestMariaDBGaleraStart(t *testing.T) {
 				t.Errorf("--wsrep-new-cluster: %v, want %v\n%s", got, tt.bootstrap, g.out)
 			}
 			for _, want := range []string{"--wsrep-on=ON", "--wsrep-cluster-address=gcomm://10.0.0.1,10.0.0.2,10.0.0.3",
-				"--wsrep-sst-method=rsync", "--binlog-format=ROW", "--innodb-autoinc-lock-mode=2"} {
+				"--wsrep-sst-method=mariabackup", "--binlog-format=ROW", "--innodb-autoinc-lock-mode=2"} {
 				if !g.has(want) {
 					t.Errorf("mariadbd without %s: %q", want, g.last())
 				}

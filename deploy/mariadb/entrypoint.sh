@@ -30,7 +30,7 @@
 #
 # Every other start joins: a node with no state waits for another to
 # listen first (so that the first node finds none at a new install, and
-# no node crash-loops meanwhile), then takes a full copy (SST, by rsync);
+# no node crash-loops meanwhile), then takes a full copy (SST);
 # a node that crashed (seqno -1) recovers its position from InnoDB first
 # (what galera_recovery does for systemd) so that it catches up from a
 # donor's write-set cache (IST) instead of copying everything. A cluster
@@ -39,15 +39,17 @@
 # the node with the highest seqno (mariadbd --wsrep-recover) and sets
 # safe_to_bootstrap: 1 in its grastate.dat (docs/deploy.md).
 #
-# SST by rsync: mariadb-server depends on rsync (and galera-4), so the
-# image needs nothing more, and it needs no SST user or password
-# (mariabackup would need the mariadb-backup package and an SST user
-# whose password every node holds). Its cost: the donor is read-only
-# while it copies. A donor of either transfer is Donor/Desynced, not
-# Synced, so the apps (and the readiness probe) leave it meanwhile; a
-# joiner asks the nodes at the end of the list first, away from the one
-# the apps write through. A rejoin after a short absence is an IST of
-# the write-sets it missed: seconds, and the donor writable throughout.
+# SST by mariabackup, as the local stack's: the donor stays writable
+# while it copies (rsync, which needs no package beyond mariadb-server,
+# makes it read-only for the whole copy), and the apps keep writing
+# through a donor (store: Donor/Desynced still takes writes). At a new
+# install, or when a single MariaDB with data turns Galera, the first
+# node is the only donor there is, and it is the apps' writer. The donor
+# logs into itself as the image's user over its socket (unix_socket: no
+# password to share). A joiner asks the nodes at the end of the list
+# first, away from the one the apps write through, to spare it the
+# copy's reads. A rejoin after a short absence is an IST of the
+# write-sets it missed: seconds.
 #
 # MARIADB_DATADIR, MARIADB_RUNDIR, MARIADB_PORT and TMPDIR move the data,
 # the socket and init file, the port and the temporary files (deploy's
@@ -131,10 +133,9 @@ case ",$hosts," in
 *",$self,"*) ;;
 *) echo "MARIADB_GALERA_SELF=$self is not in MARIADB_GALERA_NODES ($hosts)" >&2 && exit 2 ;;
 esac
-# A donor is Donor/Desynced while it sends a state transfer, even an IST,
-# and the apps leave it: a joiner asks the nodes from the end of the list
-# first, away from the one the apps write through (the first healthy),
-# then any (the trailing comma).
+# A joiner asks for a donor from the end of the list first, away from
+# the apps' writer (the first healthy node), then any (the trailing
+# comma).
 #
 # When a node dies or freezes the others stall every commit until they
 # evict it: the group communication's timeouts are the local stack's
@@ -157,9 +158,25 @@ timeouts="evs.keepalive_period=PT0.5S;evs.suspect_timeout=PT3S;evs.inactive_time
 set -- "$@" --wsrep-on=ON --wsrep-provider=/usr/lib/galera/libgalera_smm.so \
 	--wsrep-cluster-name="${MARIADB_GALERA_CLUSTER:-shortener}" --wsrep-cluster-address="gcomm://$hosts" \
 	--wsrep-node-name="$self" --wsrep-node-address="${MARIADB_GALERA_ADDRESS:-$self}" \
-	--wsrep-sst-method=rsync --wsrep-sst-donor="$donors" \
+	--wsrep-sst-method=mariabackup --wsrep-sst-auth="$(id -un):" --wsrep-sst-donor="$donors" \
 	--wsrep-provider-options="gcache.size=${MARIADB_GALERA_GCACHE:-128M};gcache.recover=yes;pc.recovery=true;$timeouts" \
 	--binlog-format=ROW --innodb-autoinc-lock-mode=2 --max-connections="${MARIADB_MAX_CONNECTIONS:-1000}"
+
+# The server takes these from a defaults file, not its command line: the
+# state transfer scripts read that file too (without one, the package's
+# /etc/mysql), and mariadb-backup, handed the server's command line,
+# refuses options it does not know (innodb-buffer-pool-size). [sst]
+# sends the scripts' errors to the server's log rather than syslog,
+# which no container has.
+shift # --no-defaults
+{
+	echo "# Written by shortener-mariadb at every start."
+	echo "[mysqld]"
+	for a; do printf '%s\n' "${a#--}"; done
+	echo "[sst]"
+	echo "sst-syslog=-1"
+} >"$run/my.cnf"
+set -- --defaults-file="$run/my.cnf"
 
 # listening says whether any other node accepts a connection on Galera's
 # port: a running node, or one starting to join.
