@@ -570,7 +570,7 @@ func startLoad(ctx context.Context, client *http.Client, base string, links map[
 		l.res.redirects++
 		l.res.latencies = append(l.res.latencies, time.Since(due))
 		if err != nil {
-			l.res.failed = append(l.res.failed, err.Error())
+			l.res.failed = append(l.res.failed, due.Format("15:04:05.000 ")+err.Error())
 		}
 	}, func(i int) {
 		l.mu.Lock()
