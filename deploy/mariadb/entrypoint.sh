@@ -150,10 +150,10 @@ esac
 # restarts a crashed cluster itself from its most advanced node): a
 # cluster whose nodes all crashed, as a host's reboot crashes a compose
 # stack's, forms again by itself once all are back. Its price: a node
-# restarted before the others evicted it comes back under its old
-# identity, which they keep out a while; measured here, 20-25 s to
-# Synced instead of 5-6 s (restarted after the eviction: 7-8 s either
-# way).
+# restarted before the others evicted it may come back under its old
+# identity, which they keep out a while; measured here by hand, 7-15 s
+# to Synced instead of 5-7 s (restarted after the eviction: 10-12 s
+# either way).
 timeouts="evs.keepalive_period=PT0.5S;evs.suspect_timeout=PT3S;evs.inactive_timeout=PT6S;evs.install_timeout=PT6S"
 set -- "$@" --wsrep-on=ON --wsrep-provider=/usr/lib/galera/libgalera_smm.so \
 	--wsrep-cluster-name="${MARIADB_GALERA_CLUSTER:-shortener}" --wsrep-cluster-address="gcomm://$hosts" \
