@@ -130,7 +130,11 @@ func (c *cluster) Connect(ctx context.Context) (driver.Conn, error) {
 			return &nodeConn{conn: conn, c: c, node: i, gen: gen}, nil
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", n.addr, err))
-		if ctx.Err() != nil {
+		var me *mysql.MySQLError
+		if ctx.Err() != nil || errors.As(err, &me) {
+			// The server answered (too many connections, say): it is
+			// up, and moving every instance's writes off it would only
+			// split them over two nodes. The probe judges it.
 			break
 		}
 		c.markDown(i, "connect: "+err.Error())
