@@ -143,6 +143,8 @@ deploy-e2e:
 ## SHORTENER_HTTP_PORT to change it); prints the base URL. Starts its own
 ## dockerd if none answers; SHORTENER_BASE=debian:bookworm-slim builds on
 ## Debian's image instead of a local mmdebstrap base.
+## SHORTENER_STACK_MYSQL=galera make deploy-up runs compose's galera
+## profile: three MariaDB Galera nodes (docs/deploy.md).
 deploy-up:
 	deploy/compose.sh up
 
