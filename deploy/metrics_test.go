@@ -96,6 +96,9 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 	app.Env = append(os.Environ(),
 		"SHORTENER_NODE_ID=auto", "SHORTENER_ADDR="+strings.TrimPrefix(base, "http://"), "SHORTENER_BASE_URL="+base,
 		"SHORTENER_MYSQL_DSN="+s.MySQLDSN(), "SHORTENER_REDIS_MASTER="+s.MasterName(),
+		// A node list of one: the Galera metrics the alerts use are
+		// exported as on a cluster (a plain MariaDB counts as healthy).
+		"SHORTENER_MYSQL_NODES="+s.MySQL().Addr(),
 		"SHORTENER_REDIS_SENTINELS="+strings.Join(s.SentinelAddrs(), ","),
 		"SHORTENER_REDIS_PASSWORD="+s.RedisPassword(), "SHORTENER_SENTINEL_PASSWORD="+s.SentinelPassword(),
 		"SHORTENER_NODE_LEASE_TTL=600ms", "SHORTENER_DRAIN_TIMEOUT=100ms", "SHORTENER_CLICKS_DIR="+t.TempDir(),

@@ -36,8 +36,8 @@ type Config struct {
 	QueryTimeout time.Duration // deadline of every query
 	// Nodes, if set, are the host:port addresses of every node of a
 	// MariaDB Galera cluster, in the order every instance prefers them as
-	// the writer (cluster.go); the DSN's own address is then unused. With
-	// one node or none the store talks to the DSN's address alone.
+	// the writer (cluster.go); the DSN's own address is then unused.
+	// Without it the store talks to the DSN's address alone, unprobed.
 	Nodes []string
 	// ProbeEvery is how often each node's health is probed with Nodes;
 	// default 250ms. A probe's deadline is DialTimeout (default 500ms).
@@ -126,20 +126,15 @@ func Open(cfg Config, log *slog.Logger) (*Store, error) {
 	}
 	s := &Store{log: log, timeout: cfg.QueryTimeout, seen: newSeenVisitors()}
 	var conn driver.Connector
-	if len(cfg.Nodes) > 1 {
+	if len(cfg.Nodes) > 0 {
 		if s.cluster, err = newCluster(dc, cfg.Nodes, cmp.Or(cfg.DialTimeout, 500*time.Millisecond),
 			cmp.Or(cfg.ProbeEvery, 250*time.Millisecond), log); err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 		s.cluster.retries = &s.retries
 		conn = s.cluster
-	} else {
-		if len(cfg.Nodes) == 1 {
-			dc.Net, dc.Addr = "tcp", cfg.Nodes[0]
-		}
-		if conn, err = mysql.NewConnector(dc); err != nil {
-			return nil, fmt.Errorf("open store: %w", err)
-		}
+	} else if conn, err = mysql.NewConnector(dc); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
 	}
 	s.db = sql.OpenDB(conn)
 	s.db.SetMaxOpenConns(cfg.MaxOpen)
