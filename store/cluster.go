@@ -429,22 +429,26 @@ func (nc *nodeConn) PrepareContext(ctx context.Context, query string) (driver.St
 // database/sql as a bad connection, which it retries on a new one: to
 // the next writer, since the node is marked down.
 func (nc *nodeConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	ex := nc.conn.(driver.ExecerContext)
-	res, err := ex.ExecContext(ctx, query, args)
-	for try := 1; err != nil && !nc.inTx && try < conflictTries && isConflict(err) && ctx.Err() == nil; try++ {
-		res, err = ex.ExecContext(ctx, query, args)
-	}
-	return res, nc.check(err)
+	return runStatement(ctx, nc, func() (driver.Result, error) {
+		return nc.conn.(driver.ExecerContext).ExecContext(ctx, query, args)
+	})
 }
 
 // QueryContext runs a query as ExecContext runs a statement.
 func (nc *nodeConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	q := nc.conn.(driver.QueryerContext)
-	rows, err := q.QueryContext(ctx, query, args)
+	return runStatement(ctx, nc, func() (driver.Rows, error) {
+		return nc.conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+	})
+}
+
+// runStatement runs f, again while a certification conflict aborts it
+// outside a transaction, and checks its last error (check).
+func runStatement[T any](ctx context.Context, nc *nodeConn, f func() (T, error)) (T, error) {
+	v, err := f()
 	for try := 1; err != nil && !nc.inTx && try < conflictTries && isConflict(err) && ctx.Err() == nil; try++ {
-		rows, err = q.QueryContext(ctx, query, args)
+		v, err = f()
 	}
-	return rows, nc.check(err)
+	return v, nc.check(err)
 }
 
 // check marks the node down on an error that says it left the primary
