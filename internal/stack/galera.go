@@ -169,16 +169,10 @@ func galeraConf(p *Proc) string {
 	lines := []string{
 		"# Written by package stack (galera.go) at every start of the node.",
 		"[mysqld]",
-		"datadir=" + mysqlDataDir(p),
-		"port=" + strconv.Itoa(p.Port),
-		"bind-address=127.0.0.1",
-		"socket=" + p.mysqlSocket(),
-		"pid-file=" + filepath.Join(p.dir(), "mariadbd.pid"),
-		"user=root",
-		"skip-log-bin",
-		"skip-name-resolve",
 	}
-	for _, s := range mysqlSettings(p) {
+	// The single server's options, as the file spells them; its first,
+	// --no-defaults, is this file's --defaults-file instead.
+	for _, s := range mysqlArgs(p)[1:] {
 		lines = append(lines, strings.TrimPrefix(s, "--"))
 	}
 	lines = append(lines,
