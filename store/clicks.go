@@ -106,13 +106,12 @@ func (s *Store) shipClicks(ctx context.Context, b shortener.ClickBatch) (applied
 	fail := func(err error) (bool, int64, int, error) {
 		return false, 0, 0, fmt.Errorf("ship click batch %d/%d@%d: %w: %w", b.Journal, b.Segment, b.From, shortener.ErrUnavailable, err)
 	}
-	// READ COMMITTED: the counted requests are read after the wait for
-	// click_request_lock and must include the sets of every batch that
-	// held it meanwhile; under REPEATABLE READ a read before the wait (a
-	// link looked up by code) fixed the snapshot and hid them
-	// (TestShipClicksSeesSetsCommittedWhileWaiting). The other reads lock
-	// what they read, or look links up by code.
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	// REPEATABLE READ, InnoDB's default, on purpose: the segment's
+	// locking read below takes a gap lock when the segment has no row
+	// yet, which is what keeps two shippers of a new segment from both
+	// counting it (READ COMMITTED takes none: TestGalera counted such
+	// batches twice).
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -245,7 +244,14 @@ func newRequests(ctx context.Context, tx *sql.Tx, b shortener.ClickBatch) (*batc
 	if _, err := tx.ExecContext(ctx, "INSERT INTO click_request_lock (id, turns) VALUES (1, 1) ON DUPLICATE KEY UPDATE turns = turns + 1"); err != nil {
 		return nil, fmt.Errorf("lock click requests: %w", err)
 	}
-	rows, err := tx.QueryContext(ctx, "SELECT ids FROM click_request_sets WHERE requested_to >= ? AND requested_from <= ?", from, to)
+	// A locking read, which reads the newest committed sets: a plain
+	// one reads the transaction's snapshot, which a link looked up by
+	// code before the wait for the lock fixed, and misses the sets of
+	// the batches that held the lock meanwhile
+	// (TestShipClicksSeesSetsCommittedWhileWaiting). Every batch that
+	// reads or writes sets holds click_request_lock first, so these
+	// shared locks wait for no other shipper.
+	rows, err := tx.QueryContext(ctx, "SELECT ids FROM click_request_sets WHERE requested_to >= ? AND requested_from <= ? LOCK IN SHARE MODE", from, to)
 	if err != nil {
 		return nil, fmt.Errorf("read counted click requests: %w", err)
 	}

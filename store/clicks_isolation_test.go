@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,7 +22,8 @@ import (
 // invisible to it, and the request was counted twice (chaos
 // mysql-node-freeze on the Galera stack, run 20261205T153840: 6 clicks
 // counted twice, each of whose requests is in the sets of both
-// instances' journals). The shipping transaction reads committed data.
+// instances' journals). The sets are read with a locking read, which
+// reads the newest committed rows.
 func TestShipClicksSeesSetsCommittedWhileWaiting(t *testing.T) {
 	dsn := database(t)
 	st := openStore(t, dsn)
@@ -97,4 +99,62 @@ func TestShipClicksSeesSetsCommittedWhileWaiting(t *testing.T) {
 	if stats.Total != 1 {
 		t.Errorf("%d clicks counted, want 1: the request the other batch counted while this one waited was counted again", stats.Total)
 	}
+}
+
+// TestShipNewSegmentRaced: four shippers race with the first batch of a
+// new segment, 20 times: each batch is applied once. The segment has no
+// row yet, so only the gap lock of the shipping transaction's locking
+// read (REPEATABLE READ) keeps a second shipper from counting it too;
+// under READ COMMITTED, which takes none, batches were counted twice.
+func TestShipNewSegmentRaced(t *testing.T) {
+	st := migrated(t)
+	ctx := context.Background()
+	at := time.Date(2026, 12, 5, 11, 0, 0, 0, time.UTC)
+	l := shortener.Link{ID: 421, Code: "race421", URL: "https://example.com/r", Redirect: 302, CreatedAt: at}
+	if err := st.Create(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	const segments, racers = 20, 4
+	for seg := int64(1); seg <= segments; seg++ {
+		b := shortener.ClickBatch{Journal: 8, Node: 1, Segment: seg, From: 0, To: 10,
+			Clicks: []shortener.Click{{LinkID: l.ID, At: at}}}
+		applied := make([]bool, racers)
+		var wg sync.WaitGroup
+		for i := range racers {
+			wg.Go(func() {
+				for try := 0; ; try++ {
+					ok, _, _, err := st.ShipClicks(ctx, b)
+					if err == nil {
+						applied[i] = ok
+						return
+					}
+					if try == 20 {
+						t.Errorf("segment %d: still failing: %v", seg, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if n := countTrue(applied); n != 1 {
+			t.Errorf("segment %d applied by %d of %d racing shippers, want 1", seg, n, racers)
+		}
+	}
+	stats, err := st.ClickStats(ctx, l.ID, at.Add(-time.Hour), at.Add(time.Hour), false, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stats.Total != segments {
+		t.Errorf("%d clicks counted, want %d", stats.Total, segments)
+	}
+}
+
+func countTrue(bs []bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }

@@ -220,7 +220,7 @@ func TestGalera(t *testing.T) {
 						t.Logf("create %s, try %d: %v", l.Code, try+1, err)
 					}
 					failed++
-					time.Sleep(100 * time.Millisecond)
+					time.Sleep(100 * time.Millisecond) // a client's pause before it retries, not a wait for a condition
 				}
 				made = append(made, l.Code)
 			}
@@ -344,7 +344,7 @@ func shipUntilAnswered(tb testing.TB, st *store.Store, b shortener.ClickBatch) b
 		if try == 100 {
 			tb.Fatalf("ShipClicks still failing after 100 tries: %v", err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // the shipper's pause before it retries, not a wait for a condition
 	}
 }
 
