@@ -151,11 +151,36 @@ func healWriter(format string, f func(*stack.Proc, context.Context) error) func(
 		if err := f(w, ctx); err != nil {
 			return err
 		}
-		if err := s.Stack.WaitSynced(ctx); err != nil {
+		if err := s.awaitSynced(ctx, w); err != nil {
 			return fmt.Errorf("wait for three synced members: %w", err)
 		}
 		s.Note(markNodeBack, "three synced members again, %s after the heal began", ms(time.Since(begin)))
 		return nil
+	}
+}
+
+// awaitSynced waits for three synced members. A node that exits on the
+// way is restarted, once, as a supervisor would: a thawed or healed
+// node whose missing write-sets are no longer in any donor's gcache
+// needs a full state transfer, which it cannot take while it runs.
+func (s *Scene) awaitSynced(ctx context.Context, w *stack.Proc) error {
+	restarted := false
+	for {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := s.Stack.WaitSynced(sctx)
+		cancel()
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return err
+		case !w.Running() && !restarted:
+			s.Note("", "%s exited (its gap is past the donors' gcache: a full state transfer); restarted", w.Name)
+			if err := w.Restart(ctx); err != nil {
+				return err
+			}
+			restarted = true
+		}
 	}
 }
 

@@ -73,8 +73,14 @@ const galeraClusterName = "shortener"
 const galeraTimeouts = "evs.keepalive_period=PT0.5S;evs.suspect_timeout=PT3S;evs.inactive_timeout=PT6S;evs.install_timeout=PT6S"
 
 // galeraCacheSize bounds each node's write-set cache (gcache), which is
-// what a rejoining node can be sent by IST: past it, SST.
-const galeraCacheSize = "64M"
+// what a rejoining node can be sent by IST: past it, SST, which a node
+// thawed after a freeze cannot take while it runs (mariabackup), so it
+// exits. Under the chaos load (1,000 requests/s with analytics, whose
+// visitor sketches make the click batches' write-sets large) 64M held
+// about 20 s of writes and a node frozen for 20 s found its first
+// missing write-set gone (chaos run 20261205T165005); 256M holds over a
+// minute. The file is allocated whole: 768M for the three nodes.
+const galeraCacheSize = "256M"
 
 // GaleraPorts are a Galera node's ports for its peers, listened on at
 // its own loopback address (Proc.GaleraHost).
