@@ -125,11 +125,7 @@ func startFresh(ctx context.Context, newDir func() string, log *slog.Logger, sta
 // pass by skipping.
 func RequirePrograms(tb testing.TB) {
 	tb.Helper()
-	miss := stack.MissingPrograms()
-	if len(miss) == 0 {
-		return
-	}
-	Unavailable(tb, fmt.Sprintf("integration test needs the stack's servers; install them or run `make test`: %v", stack.MissingError(miss)))
+	requireInstalled(tb, "integration test needs the stack's servers", stack.MissingPrograms())
 }
 
 // RequireGalera skips the test unless what a Galera cluster needs
@@ -137,11 +133,16 @@ func RequirePrograms(tb testing.TB) {
 // how to get it; with SHORTENER_INTEGRATION=1 it fails the test instead.
 func RequireGalera(tb testing.TB) {
 	tb.Helper()
-	miss := stack.MissingGaleraPrograms()
-	if len(miss) == 0 {
-		return
+	requireInstalled(tb, "Galera test needs its programs", stack.MissingGaleraPrograms())
+}
+
+// requireInstalled is Unavailable, saying what needs which of miss,
+// unless nothing is missing.
+func requireInstalled(tb testing.TB, what string, miss []stack.Program) {
+	tb.Helper()
+	if err := stack.MissingError(miss); err != nil {
+		Unavailable(tb, fmt.Sprintf("%s; install them or run `make test`: %v", what, err))
 	}
-	Unavailable(tb, fmt.Sprintf("Galera test needs its programs; install them or run `make test`: %v", stack.MissingError(miss)))
 }
 
 // RequireRoot skips the test unless it runs as root, as iptables (a
