@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -290,13 +288,7 @@ func TestGalera(t *testing.T) {
 // first healthy one of nodes.
 func galeraStore(tb testing.TB, dsn string, nodes []string) *store.Store {
 	tb.Helper()
-	st, err := store.Open(store.Config{DSN: dsn, Nodes: nodes, MaxOpen: 8, QueryTimeout: 2 * time.Second, DialTimeout: 500 * time.Millisecond},
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { st.Close() })
-	return st
+	return openStoreWith(tb, store.Config{DSN: dsn, Nodes: nodes, MaxOpen: 8, QueryTimeout: 2 * time.Second, DialTimeout: 500 * time.Millisecond})
 }
 
 // migratedDSN is a migrated database of the test's own on the cluster.

@@ -19,8 +19,13 @@ import (
 
 func openStore(tb testing.TB, dsn string) *store.Store {
 	tb.Helper()
-	st, err := store.Open(store.Config{DSN: dsn, MaxOpen: 8, QueryTimeout: 2 * time.Second, DialTimeout: time.Second},
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return openStoreWith(tb, store.Config{DSN: dsn, MaxOpen: 8, QueryTimeout: 2 * time.Second, DialTimeout: time.Second})
+}
+
+// openStoreWith opens a store with cfg and closes it when the test ends.
+func openStoreWith(tb testing.TB, cfg store.Config) *store.Store {
+	tb.Helper()
+	st, err := store.Open(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		tb.Fatal(err)
 	}
