@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"github.com/prometheus/procfs"
+
+	"shortener/internal/stack"
 )
 
 // servers are the processes that serve a target: their CPU time per
@@ -32,6 +34,60 @@ func (e *env) servers(target string) []int {
 		roots = append(roots, e.analyticsOff.pids()...)
 	}
 	return withChildren(e.proc, roots)
+}
+
+// processParts are the names of a row's CPU breakdown, in table order.
+var processParts = []string{"nginx", "apps", "redis", "sentinels", "mysql"}
+
+// parts splits the processes a row's load touches into processParts: the
+// target's nginx and apps (or minimal servers), and the stack's Redis
+// servers (master and replicas), sentinels and MySQL, whichever target the
+// row aims at, since clicks, trending and fills land there.
+func (e *env) parts(target string) map[string][]int {
+	var proxies, apps []int
+	switch target {
+	case targetNginx, targetApp:
+		if target == targetNginx {
+			proxies = append(proxies, e.stack.Nginx().Pid())
+		}
+		for _, a := range e.stack.Apps() {
+			apps = append(apps, a.Pid())
+		}
+	case targetMinimalNginx, targetMinimal:
+		if target == targetMinimalNginx {
+			proxies = append(proxies, e.minimalNginxPid)
+		}
+		apps = append(apps, e.minimalPids...)
+	case targetCapacity, targetCountingOff, targetAnalyticsOff:
+		c := map[string]*capacity{targetCapacity: e.capacity, targetCountingOff: e.countingOff, targetAnalyticsOff: e.analyticsOff}[target]
+		proxies = append(proxies, c.proxy.pid())
+		for _, a := range c.apps {
+			apps = append(apps, a.Process.Pid)
+		}
+	}
+	pidsOf := func(ps []*stack.Proc) []int {
+		var out []int
+		for _, p := range ps {
+			out = append(out, p.Pid())
+		}
+		return out
+	}
+	return map[string][]int{
+		"nginx":     withChildren(e.proc, proxies),
+		"apps":      apps,
+		"redis":     pidsOf(e.stack.Redis()),
+		"sentinels": pidsOf(e.stack.Sentinels()),
+		"mysql":     pidsOf(e.stack.MySQLNodes()),
+	}
+}
+
+// cpuByPart is cpuSeconds of each part.
+func cpuByPart(fs procfs.FS, parts map[string][]int) map[string]float64 {
+	out := make(map[string]float64, len(parts))
+	for name, pids := range parts {
+		out[name] = cpuSeconds(fs, pids)
+	}
+	return out
 }
 
 // withChildren is pids and the direct children of each.

@@ -330,18 +330,30 @@ func (e *env) runRow(ctx context.Context, r row) (measure, error) {
 			pids = append(pids, p.Pid())
 		}
 	}
-	cpu0 := cpuSeconds(e.proc, pids)
+	parts := e.parts(r.target)
+	cpu0, parts0 := cpuSeconds(e.proc, pids), cpuByPart(e.proc, parts)
 	m, err := e.wrk.run(ctx, e.targets[r.target], 0, args...)
 	if err != nil {
 		return measure{}, err
 	}
-	if r.wholeCost {
-		if err := quiesce(ctx, e); err != nil {
-			return measure{}, err
-		}
+	good := float64(m.Requests - m.BadStatus)
+	if !r.wholeCost && good > 0 {
+		m.CPUus = (cpuSeconds(e.proc, pids) - cpu0) / good * 1e6
 	}
-	if good := m.Requests - m.BadStatus; good > 0 {
-		m.CPUus = (cpuSeconds(e.proc, pids) - cpu0) / float64(good) * 1e6
+	// The breakdown counts every part until the apps are quiet again: the
+	// clicks shipped to MySQL and the trending batches sent to Redis are
+	// the row's too.
+	if err := quiesce(ctx, e); err != nil {
+		return measure{}, err
+	}
+	if good > 0 {
+		if r.wholeCost {
+			m.CPUus = (cpuSeconds(e.proc, pids) - cpu0) / good * 1e6
+		}
+		m.Parts = map[string]float64{}
+		for name, before := range parts0 {
+			m.Parts[name] = (cpuSeconds(e.proc, parts[name]) - before) / good * 1e6
+		}
 	}
 	m.Load1 = e.load1()
 	if r.after != nil {

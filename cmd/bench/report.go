@@ -28,6 +28,11 @@ type measure struct {
 	// servers; not wrk). Unlike requests/s it barely moves when other work
 	// crowds the machine, so it is the steadier reading of the ratios.
 	CPUus float64 `json:"cpu_us_per_request"`
+	// Parts is the CPU time per answered request of each part of the
+	// system (processParts: nginx, apps, redis, sentinels, mysql), from
+	// the start of the run until the apps had shipped its clicks and sent
+	// its trending batches: where a request's work goes.
+	Parts map[string]float64 `json:"cpu_us_by_process,omitempty"`
 	// Load1 is the machine's one-minute load average when the run ended:
 	// the other work on the machine, which the numbers share it with.
 	Load1 float64 `json:"load1"`
@@ -116,6 +121,14 @@ func (r *report) summarise() {
 			CPUus: medianOf(row.Runs, func(m measure) float64 { return m.CPUus }),
 			Load1: medianOf(row.Runs, func(m measure) float64 { return m.Load1 }),
 		}
+		for _, part := range processParts {
+			if slices.ContainsFunc(row.Runs, func(m measure) bool { return m.Parts != nil }) {
+				if m.Parts == nil {
+					m.Parts = map[string]float64{}
+				}
+				m.Parts[part] = medianOf(row.Runs, func(m measure) float64 { return m.Parts[part] })
+			}
+		}
 		for _, run := range row.Runs {
 			m.Requests += run.Requests
 			m.Seconds += run.Seconds
@@ -203,6 +216,22 @@ func (r *report) writeMarkdown(w io.Writer) error {
 		m := row.Median
 		fmt.Fprintf(&b, "| `%s` | %s | %.0f | %s | %.2f | %.2f | %.1f | %d | %d | %.1f |\n",
 			row.Name, row.What, m.RPS, strings.Join(per, ", "), m.P50ms, m.P99ms, m.CPUus, m.Errors, m.BadStatus, m.Load1)
+	}
+	if slices.ContainsFunc(r.Rows, func(r rowResult) bool { return r.Median.Parts != nil }) {
+		b.WriteString("\n## CPU by process\n\nServer CPU µs per answered request, medians, from the start of each run until the apps had shipped its clicks and sent its trending batches (the stack's Redis, sentinels and MySQL count in every row, whichever apps the row loads).\n\n| row | " +
+			strings.Join(processParts, " | ") + " | total |\n|---|" + strings.Repeat("---:|", len(processParts)+1) + "\n")
+		for _, row := range r.Rows {
+			if row.Median.Parts == nil {
+				continue
+			}
+			fmt.Fprintf(&b, "| `%s` |", row.Name)
+			total := 0.0
+			for _, part := range processParts {
+				total += row.Median.Parts[part]
+				fmt.Fprintf(&b, " %.1f |", row.Median.Parts[part])
+			}
+			fmt.Fprintf(&b, " %.1f |\n", total)
+		}
 	}
 	if len(r.Memory) > 0 {
 		b.WriteString("\n## Memory\n\n| when | app | RSS MiB |\n|---|---|---:|\n")

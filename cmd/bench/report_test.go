@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -132,7 +133,7 @@ BENCH {"requests":180000,"duration_us":10000000,"connect":0,"read":3,"write":0,"
 		t.Fatal(err)
 	}
 	want := measure{Requests: 180000, Seconds: 10, RPS: 17800, Errors: 4, BadStatus: 2000, P50ms: 1.5, P99ms: 5.25, MaxMs: 30.04}
-	if m != want {
+	if !reflect.DeepEqual(m, want) {
 		t.Errorf("got %+v, want %+v", m, want)
 	}
 	for _, bad := range []string{"", "Requests/sec: 5\n", "BENCH {not json}\n", `BENCH {"requests":5,"duration_us":0}` + "\n"} {
