@@ -15,7 +15,9 @@ import (
 )
 
 // The analytics dimensions of clicks (docs/analytics.md): a batch adds
-// each click once to its day's row of every dimension in click_dims, and
+// each click once to its day's row of its combination of the four
+// dimensions in click_dim_sets (click_dims, a row per dimension and value,
+// holds the days counted before that table: migration 0027), and
 // merges its visitor hashes into its hour's and day's sketches in
 // click_visitors, in the transaction that counts the batch (ShipClicks),
 // so both are exactly once like the counts.
@@ -24,11 +26,12 @@ import (
 // off (no Dims): it still counts, so each dimension sums to the total.
 const unknownValue = "unknown"
 
-type dimKey struct {
-	link  int64
-	day   time.Time
-	dim   string
-	value string
+// dimSetKey is a row of click_dim_sets: a link's day and one value of
+// each dimension, in shortener.Dimensions' order.
+type dimSetKey struct {
+	link   int64
+	day    time.Time
+	values [4]string
 }
 
 type visitorKey struct {
@@ -39,7 +42,7 @@ type visitorKey struct {
 
 // clickAnalytics gathers a batch's dimension counts and visitor sketches.
 type clickAnalytics struct {
-	dims     map[dimKey]int64
+	dims     map[dimSetKey]int64
 	visitors map[visitorKey]*batchVisitors
 	// written are the sketches the transaction merged into, for
 	// seenVisitors once it commits.
@@ -67,7 +70,7 @@ func (b *batchVisitors) add(v uint64) {
 }
 
 func newClickAnalytics() *clickAnalytics {
-	return &clickAnalytics{dims: map[dimKey]int64{}, visitors: map[visitorKey]*batchVisitors{}}
+	return &clickAnalytics{dims: map[dimSetKey]int64{}, visitors: map[visitorKey]*batchVisitors{}}
 }
 
 // A stored sketch only grows (a merge takes register maxima), so a batch
@@ -141,9 +144,7 @@ func (s *seenVisitors) remember(a *clickAnalytics) {
 // add counts click c of link (its LinkID resolved) made at at (UTC).
 func (a *clickAnalytics) add(link int64, c shortener.Click, at time.Time) {
 	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC)
-	for i, value := range clickValues(c) {
-		a.dims[dimKey{link, day, shortener.Dimensions[i], value}]++
-	}
+	a.dims[dimSetKey{link, day, clickValues(c)}]++
 	if !c.Analyzed || c.Dims.Visitor == 0 {
 		return
 	}
@@ -188,22 +189,22 @@ func (a *clickAnalytics) write(ctx context.Context, tx *sql.Tx, seen *seenVisito
 	return mergeVisitors(ctx, tx, sketches)
 }
 
-func upsertDims(ctx context.Context, tx execer, dims map[dimKey]int64) error {
+func upsertDims(ctx context.Context, tx execer, dims map[dimSetKey]int64) error {
 	if len(dims) == 0 {
 		return nil
 	}
-	keys := make([]dimKey, 0, len(dims))
+	keys := make([]dimSetKey, 0, len(dims))
 	for k := range dims {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b dimKey) int {
-		return cmp.Or(cmp.Compare(a.link, b.link), a.day.Compare(b.day), cmp.Compare(a.dim, b.dim), cmp.Compare(a.value, b.value))
+	slices.SortFunc(keys, func(a, b dimSetKey) int {
+		return cmp.Or(cmp.Compare(a.link, b.link), a.day.Compare(b.day), slices.Compare(a.values[:], b.values[:]))
 	})
-	args := make([]any, 0, 5*len(keys))
+	args := make([]any, 0, 7*len(keys))
 	for _, k := range keys {
-		args = append(args, k.link, k.day, k.dim, k.value, dims[k])
+		args = append(args, k.link, k.day, k.values[0], k.values[1], k.values[2], k.values[3], dims[k])
 	}
-	if _, err := insertValues(ctx, tx, "INSERT INTO click_dims (link_id, day, dim, value, clicks) VALUES ", "(?,?,?,?,?)",
+	if _, err := insertValues(ctx, tx, "INSERT INTO click_dim_sets (link_id, day, country, browser, os, device, clicks) VALUES ", "(?,?,?,?,?,?,?)",
 		" ON DUPLICATE KEY UPDATE clicks = clicks + VALUES(clicks)", args); err != nil {
 		return fmt.Errorf("add click dimensions: %w", err)
 	}
@@ -297,26 +298,14 @@ func dimStats(ctx context.Context, q *sql.DB, linkID int64, dayFrom, dayTo, from
 	for _, d := range shortener.Dimensions {
 		st.Dims[d] = map[string]int64{}
 	}
-	rows, err := q.QueryContext(ctx, `SELECT day, dim, value, clicks FROM click_dims
-		WHERE link_id = ? AND day >= ? AND day < ? ORDER BY day, dim, value`, linkID, dayFrom, dayTo)
+	days, err := dayDims(ctx, q, linkID, dayFrom, dayTo)
 	if err != nil {
-		return fmt.Errorf("read click dimensions: %w", err)
+		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var d shortener.DimCount
-		if err := rows.Scan(&d.Day, &d.Dim, &d.Value, &d.Clicks); err != nil {
-			return fmt.Errorf("read click dimensions: %w", err)
-		}
-		d.Day = d.Day.UTC()
-		if m := st.Dims[d.Dim]; m != nil {
-			m[d.Value] += d.Clicks
-			st.DayDims = append(st.DayDims, d)
-		}
+	for _, d := range days {
+		st.Dims[d.Dim][d.Value] += d.Clicks
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("read click dimensions: %w", err)
-	}
+	st.DayDims = days
 
 	period := "hour"
 	if step == 24*time.Hour {
@@ -353,4 +342,69 @@ func dimStats(ctx context.Context, q *sql.DB, linkID int64, dayFrom, dayTo, from
 	}
 	st.Visitors = int64(all.Estimate())
 	return nil
+}
+
+// dayDims reads the link's counts by day, dimension and value over the
+// UTC days [dayFrom, dayTo): click_dim_sets' combinations summed into
+// each of their four values, plus click_dims' rows of the days counted
+// before that table. They come ordered by day, dimension (in
+// shortener.Dimensions' order) and value, one per triple.
+func dayDims(ctx context.Context, q *sql.DB, linkID int64, dayFrom, dayTo time.Time) ([]shortener.DimCount, error) {
+	type triple struct {
+		day        time.Time
+		dim, value string
+	}
+	sums := map[triple]int64{}
+	rows, err := q.QueryContext(ctx, `SELECT day, country, browser, os, device, clicks FROM click_dim_sets
+		WHERE link_id = ? AND day >= ? AND day < ?`, linkID, dayFrom, dayTo)
+	if err != nil {
+		return nil, fmt.Errorf("read click dimensions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			day    time.Time
+			values [4]string
+			clicks int64
+		)
+		if err := rows.Scan(&day, &values[0], &values[1], &values[2], &values[3], &clicks); err != nil {
+			return nil, fmt.Errorf("read click dimensions: %w", err)
+		}
+		for i, v := range values {
+			sums[triple{day.UTC(), shortener.Dimensions[i], v}] += clicks
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read click dimensions: %w", err)
+	}
+	old, err := q.QueryContext(ctx, `SELECT day, dim, value, clicks FROM click_dims
+		WHERE link_id = ? AND day >= ? AND day < ?`, linkID, dayFrom, dayTo)
+	if err != nil {
+		return nil, fmt.Errorf("read click dimensions: %w", err)
+	}
+	defer old.Close()
+	for old.Next() {
+		var (
+			t      triple
+			clicks int64
+		)
+		if err := old.Scan(&t.day, &t.dim, &t.value, &clicks); err != nil {
+			return nil, fmt.Errorf("read click dimensions: %w", err)
+		}
+		t.day = t.day.UTC()
+		sums[t] += clicks
+	}
+	if err := old.Err(); err != nil {
+		return nil, fmt.Errorf("read click dimensions: %w", err)
+	}
+	out := make([]shortener.DimCount, 0, len(sums))
+	for t, n := range sums {
+		if slices.Contains(shortener.Dimensions, t.dim) {
+			out = append(out, shortener.DimCount{Day: t.day, Dim: t.dim, Value: t.value, Clicks: n})
+		}
+	}
+	slices.SortFunc(out, func(a, b shortener.DimCount) int {
+		return cmp.Or(a.Day.Compare(b.Day), cmp.Compare(slices.Index(shortener.Dimensions, a.Dim), slices.Index(shortener.Dimensions, b.Dim)), cmp.Compare(a.Value, b.Value))
+	})
+	return out, nil
 }

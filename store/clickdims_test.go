@@ -3,7 +3,9 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -205,5 +207,76 @@ func TestSeenVisitorsSkipWrites(t *testing.T) {
 	}
 	if stats.Total != 10 || stats.Visitors != 4 {
 		t.Errorf("%d clicks, %d visitors; want 10 clicks of 4 visitors (11, 13, 17, 19)", stats.Total, stats.Visitors)
+	}
+}
+
+// TestDimsAcrossTables: days counted before click_dim_sets (rows of
+// click_dims, as the version before migration 0027 wrote them) and
+// clicks shipped since add up, within a day and across days, one
+// DayDims entry per day, dimension and value in order; and a click
+// shipped now writes one row, its combination, not one per dimension.
+func TestDimsAcrossTables(t *testing.T) {
+	dsn := database(t)
+	st := openStore(t, dsn)
+	ctx := context.Background()
+	if err := st.Migrate(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	day := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
+	if err := st.Create(ctx, shortener.Link{ID: 91, Code: "sets91", URL: "https://example.com/sets", Redirect: 302, CreatedAt: day}); err != nil {
+		t.Fatal(err)
+	}
+	// Two clicks the old way on day 1: one from the US on Chrome.
+	if _, err := db.ExecContext(ctx, `INSERT INTO click_dims (link_id, day, dim, value, clicks) VALUES
+		(91, ?, 'country', 'US', 2), (91, ?, 'browser', 'chrome', 2), (91, ?, 'os', 'windows', 2), (91, ?, 'device', 'desktop', 2)`,
+		day, day, day, day); err != nil {
+		t.Fatal(err)
+	}
+	us, de := [2]byte{'U', 'S'}, [2]byte{'D', 'E'}
+	cs := []shortener.Click{
+		{LinkID: 91, At: day.Add(time.Hour), Analyzed: true, Dims: shortener.ClickDims{Country: us, Browser: uint8(analytics.BrowserChrome), OS: uint8(analytics.OSWindows)}},
+		{LinkID: 91, At: day.Add(25 * time.Hour), Analyzed: true, Dims: shortener.ClickDims{Country: de, Browser: uint8(analytics.BrowserSafari), OS: uint8(analytics.OSIOS), Device: uint8(analytics.DeviceMobile)}},
+	}
+	b := shortener.ClickBatch{Journal: 91, Node: 1, Segment: 1, From: 0, To: 2, Clicks: cs}
+	if applied, _, _, err := st.ShipClicks(ctx, b); err != nil || !applied {
+		t.Fatalf("ship: %v %v", applied, err)
+	}
+	var rows int
+	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM click_dim_sets WHERE link_id = 91").Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 2 {
+		t.Errorf("click_dim_sets holds %d rows for two clicks on two days, want 2", rows)
+	}
+	stats, err := st.ClickStats(ctx, 91, day, day.Add(48*time.Hour), true, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dim, value string
+		want       int64
+	}{
+		{shortener.DimCountry, "US", 3}, {shortener.DimCountry, "DE", 1},
+		{shortener.DimBrowser, "chrome", 3}, {shortener.DimOS, "ios", 1}, {shortener.DimDevice, "desktop", 3},
+	} {
+		if got := stats.Dims[c.dim][c.value]; got != c.want {
+			t.Errorf("%s %q: %d clicks, want %d", c.dim, c.value, got, c.want)
+		}
+	}
+	var got []string
+	for _, d := range stats.DayDims {
+		got = append(got, fmt.Sprintf("%s %s %s %d", d.Day.Format(time.DateOnly), d.Dim, d.Value, d.Clicks))
+	}
+	want := []string{
+		"2026-12-04 country US 3", "2026-12-04 browser chrome 3", "2026-12-04 os windows 3", "2026-12-04 device desktop 3",
+		"2026-12-05 country DE 1", "2026-12-05 browser safari 1", "2026-12-05 os ios 1", "2026-12-05 device mobile 1",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("day dims:\n got %q\nwant %q", got, want)
 	}
 }

@@ -196,10 +196,22 @@ func storedDims(ctx context.Context, db *sql.DB, links []Link) (map[string]int64
 	for i, l := range links {
 		codes[i] = l.Code
 	}
+	// Each row of click_dim_sets counts in all four dimensions; click_dims
+	// (the days before it) a row per dimension.
 	out, err := queryPairsIn[int64](ctx, db, `SELECT CONCAT(l.code, ' ', d.dim), SUM(d.clicks) FROM links l
 		JOIN click_dims d ON d.link_id = l.id WHERE l.code IN (%s) GROUP BY l.code, d.dim`, codes)
 	if err != nil {
 		return nil, fmt.Errorf("query stored click dimensions: %w", err)
+	}
+	sets, err := queryPairsIn[int64](ctx, db, `SELECT l.code, SUM(d.clicks) FROM links l
+		JOIN click_dim_sets d ON d.link_id = l.id WHERE l.code IN (%s) GROUP BY l.code`, codes)
+	if err != nil {
+		return nil, fmt.Errorf("query stored click dimensions: %w", err)
+	}
+	for code, n := range sets {
+		for _, dim := range shortener.Dimensions {
+			out[code+" "+dim] += n
+		}
 	}
 	return out, nil
 }
