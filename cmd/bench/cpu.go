@@ -32,6 +32,8 @@ func (e *env) servers(target string) []int {
 		roots = append(roots, e.countingOff.pids()...)
 	case targetAnalyticsOff:
 		roots = append(roots, e.analyticsOff.pids()...)
+	case targetGolink:
+		roots = append(roots, e.golink.pid())
 	}
 	return withChildren(e.proc, roots)
 }
@@ -58,6 +60,8 @@ func (e *env) parts(target string) map[string][]int {
 			proxies = append(proxies, e.minimalNginxPid)
 		}
 		apps = append(apps, e.minimalPids...)
+	case targetGolink:
+		apps = append(apps, e.golink.pid())
 	case targetCapacity, targetCountingOff, targetAnalyticsOff:
 		c := map[string]*capacity{targetCapacity: e.capacity, targetCountingOff: e.countingOff, targetAnalyticsOff: e.analyticsOff}[target]
 		proxies = append(proxies, c.proxy.pid())

@@ -58,6 +58,7 @@ func main() {
 // options are bench's flags.
 type options struct {
 	stackDir, out, only string
+	golink              string
 	rounds              int
 	duration, ramp      time.Duration
 	settle              time.Duration
@@ -84,6 +85,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.hot, "hot", 1000, "hot links, the small working set")
 	fs.Float64Var(&o.zipf, "zipf", 1.1, "Zipf exponent (> 1) of the Zipf rows, as the chaos load's")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the code lists")
+	fs.StringVar(&o.golink, "golink", golinkModule, "golink for the redirect/direct/golink row: a module@version to build with go install, or a built binary; empty: no golink row")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -123,6 +125,9 @@ type env struct {
 	// of apps behind an nginx each: counting on (analytics on), counting
 	// off, counting on with analytics off (see capacity).
 	capacity, countingOff, analyticsOff *capacity
+	// golink is the peer the direct redirects are read against; nil
+	// when it could not be built (its rows are left out, with a note).
+	golink *golink
 	rep                                 *report
 	out                                 io.Writer
 }
@@ -263,8 +268,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	selected := selectRows(rows(o.hot, o.links), o.only)
+	if slices.ContainsFunc(selected, func(r row) bool { return r.target == targetGolink }) {
+		gl, err := e.startGolink(ctx, o, filepath.Join(work, "golink"))
+		if err != nil {
+			e.note("No golink row: " + err.Error() + ".")
+			e.logf("bench: no golink row: %v", err)
+			selected = slices.DeleteFunc(selected, func(r row) bool { return r.target == targetGolink })
+		} else {
+			defer gl.close()
+		}
+	}
 	// A warm-up, not recorded: the hot links into L1, connections opened.
-	for _, t := range []string{targetNginx, targetMinimalNginx, targetCapacity, targetCountingOff, targetAnalyticsOff} {
+	warmUp := []string{targetNginx, targetMinimalNginx, targetCapacity, targetCountingOff, targetAnalyticsOff}
+	if e.golink != nil {
+		warmUp = append(warmUp, targetGolink)
+	}
+	for _, t := range warmUp {
 		if _, err := w.run(ctx, e.targets[t], rowWarmUpTime, "get", e.codes[codesHot], "0"); err != nil {
 			return err
 		}
@@ -303,6 +322,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rep.Took = time.Since(started).Round(time.Second).String()
 	e.note(fmt.Sprintf("The machine is shared: the one-minute load average was %.1f at the start (see load1 per row). Read the ratios, taken a few seconds apart in the same round, before the absolute figures.", rep.Machine.Load1Start))
 	rep.summarise()
+	rep.Previous = readPrevious(o.out)
 	return writeReport(o.out, rep)
 }
 
@@ -454,4 +474,27 @@ func writeReport(dir string, rep *report) error {
 		}
 	}
 	return nil
+}
+
+// golinkModule is what -golink builds by default: golink's command at its
+// newest version.
+const golinkModule = "github.com/tailscale/golink/cmd/golink@latest"
+
+// startGolink builds and starts golink for its row (golink.go).
+func (e *env) startGolink(ctx context.Context, o options, dir string) (*golink, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	bin, err := buildGolink(ctx, o.golink, dir)
+	if err != nil {
+		return nil, err
+	}
+	gl, err := startGolink(ctx, bin, dir, o.hot)
+	if err != nil {
+		return nil, err
+	}
+	e.golink = gl
+	e.targets[targetGolink] = gl.url()
+	e.rep.Settings["golink"] = o.golink
+	return gl, nil
 }

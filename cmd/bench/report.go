@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -82,6 +84,46 @@ type report struct {
 	Ratios   []ratioResult     `json:"ratios"`
 	Memory   []memSample       `json:"memory"`
 	Notes    []string          `json:"notes"`
+	// Previous is the run before this one, as its bench.json held it
+	// (commit, start, every target's value), for the report's comparison:
+	// a target is met when it is met in two full runs in a row.
+	Previous *previousRun `json:"previous,omitempty"`
+}
+
+// previousRun is what the report keeps of the run before.
+type previousRun struct {
+	Started time.Time          `json:"started"`
+	Commit  string             `json:"commit"`
+	Targets map[string]float64 `json:"targets"`
+}
+
+// targets are the report's targets by name: each ratio's value and each
+// floored row's median requests/s.
+func (r *report) targets() map[string]float64 {
+	out := map[string]float64{}
+	for _, q := range r.Ratios {
+		out[q.Name] = q.Value
+	}
+	for _, row := range r.Rows {
+		if row.Floor > 0 {
+			out["`"+row.Name+"` requests/s"] = row.Median.RPS
+		}
+	}
+	return out
+}
+
+// readPrevious reads the bench.json an earlier run wrote into dir; none
+// (or an unreadable one) is no previous run.
+func readPrevious(dir string) *previousRun {
+	b, err := os.ReadFile(filepath.Join(dir, "bench.json"))
+	if err != nil {
+		return nil
+	}
+	var old report
+	if json.Unmarshal(b, &old) != nil {
+		return nil
+	}
+	return &previousRun{Started: old.Started, Commit: old.Settings["commit"], Targets: old.targets()}
 }
 
 // median is the middle value of xs (the mean of the two middle ones for an
@@ -207,6 +249,37 @@ func (r *report) writeMarkdown(w io.Writer) error {
 		}
 		b.WriteString("\n")
 	}
+	if p := r.Previous; p != nil && len(p.Targets) > 0 {
+		fmt.Fprintf(&b, "## Against the previous run\n\nThe run before this one started %s (commit %s). A target holds when it is met in both; the change is how far a figure moved between two full runs.\n\n| target | previous | this run | change | minimum | both met |\n|---|---:|---:|---:|---:|---|\n",
+			p.Started.UTC().Format("2006-01-02 15:04 UTC"), p.Commit)
+		now := r.targets()
+		mins := map[string]float64{}
+		for _, q := range r.Ratios {
+			mins[q.Name] = q.Min
+		}
+		for _, row := range r.Rows {
+			if row.Floor > 0 {
+				mins["`"+row.Name+"` requests/s"] = row.Floor
+			}
+		}
+		names := make([]string, 0, len(now))
+		for k := range now {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for _, k := range names {
+			prev, ok := p.Targets[k]
+			if !ok || prev == 0 {
+				continue
+			}
+			both := "no"
+			if prev >= mins[k] && now[k] >= mins[k] {
+				both = "yes"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %+.0f%% | %s | %s |\n", k, figure(prev), figure(now[k]), (now[k]/prev-1)*100, figure(mins[k]), both)
+		}
+		b.WriteString("\n")
+	}
 	b.WriteString("## Rows\n\n| row | what | requests/s (median) | per round | p50 ms | p99 ms | server CPU µs/request | errors | 4xx/5xx | load1 |\n|---|---|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, row := range r.Rows {
 		per := make([]string, len(row.Runs))
@@ -274,4 +347,12 @@ func rounds(rows []rowResult) int {
 
 func hasFloor(rows []rowResult) bool {
 	return slices.ContainsFunc(rows, func(r rowResult) bool { return r.Floor > 0 })
+}
+
+// figure prints a ratio with two decimals and a rate as a whole number.
+func figure(v float64) string {
+	if v < 100 {
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
 }

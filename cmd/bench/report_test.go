@@ -285,3 +285,45 @@ func TestRoundOrder(t *testing.T) {
 		t.Errorf("rows of no ratio are reordered: %v", roundOrder(sel, 1))
 	}
 }
+
+// TestAgainstPrevious: a run reads the bench.json the run before wrote,
+// and its report says per target how far it moved and whether both runs
+// met it.
+func TestAgainstPrevious(t *testing.T) {
+	dir := t.TempDir()
+	run := func(appRPS, creates float64) *report {
+		r := &report{Started: time.Date(2026, 12, 5, 18, 0, 0, 0, time.UTC), Settings: map[string]string{"commit": "abc"},
+			Rows: []rowResult{
+				{Name: "redirect/nginx/app", Runs: []measure{{RPS: appRPS}}},
+				{Name: "redirect/nginx/minimal", Runs: []measure{{RPS: 1000}}},
+				{Name: "create/nginx", Floor: 3000, Runs: []measure{{RPS: creates}}},
+			},
+			Ratios: []ratioResult{{Name: "through nginx", Num: "redirect/nginx/app", Den: "redirect/nginx/minimal", Min: 0.9}},
+		}
+		r.summarise()
+		return r
+	}
+	if readPrevious(dir) != nil {
+		t.Fatal("a previous run read from an empty directory")
+	}
+	if err := writeReport(dir, run(950, 2900)); err != nil {
+		t.Fatal(err)
+	}
+	second := run(880, 3100)
+	second.Previous = readPrevious(dir)
+	if second.Previous == nil || second.Previous.Targets["through nginx"] != 0.95 {
+		t.Fatalf("previous run: %+v", second.Previous)
+	}
+	var md bytes.Buffer
+	if err := second.writeMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"| through nginx | 0.95 | 0.88 | -7% | 0.90 | no |",
+		"| `create/nginx` requests/s | 2900 | 3100 | +7% | 3000 | no |",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, md.String())
+		}
+	}
+}

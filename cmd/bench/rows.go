@@ -57,6 +57,7 @@ const (
 	targetCapacity     = "capacity"      // the bench's nginx and two apps, create limits off
 	targetCountingOff  = "counting-off"  // the same with click counting off
 	targetAnalyticsOff = "analytics-off" // the same with counting on, analytics off
+	targetGolink       = "golink"        // golink, directly (golink.go)
 )
 
 // Lists of codes (written at start, see codeLists).
@@ -87,20 +88,26 @@ func rows(hot, links int) []row {
 			what: "the same straight to app1"},
 		{name: "redirect/direct/minimal", target: targetMinimal, codes: codesHot,
 			what: "the same straight to one minimal server"},
+		{name: "golink/direct/app", target: targetApp, codes: codesHot,
+			what: "redirect/direct/app again, next to the row read against it"},
+		{name: "golink/direct/golink", target: targetGolink, codes: codesHot,
+			what: "the same straight to golink (Tailscale's Go link shortener, built from its source; dev mode: plain HTTP, links in SQLite), the hot links loaded from a snapshot"},
 		{name: "create/nginx", target: targetCapacity, floor: 3000,
 			what: "POST /api/v1/links with the stack's API key, a new URL each time, through nginx to two apps with the create rate limits off (see capacity.go)"},
 		{name: "create/stack", target: targetNginx,
 			what: "the same through the stack's nginx and apps, their rate limits in force: what the limits let one address and key create"},
-		{name: "workingset/hot/zipf", target: targetNginx, codes: codesHotZipf,
-			what: fmt.Sprintf("GET %s hot links, Zipf, through nginx", hotN)},
 		{name: "workingset/all/uniform/cold", target: targetNginx, codes: codesAll, before: makeCold,
 			what: fmt.Sprintf("GET %s links (uniform) through nginx; Redis and L1 hold none of them at the start", allN)},
 		{name: "workingset/all/zipf/cold", target: targetNginx, codes: codesAllZipf, before: makeCold,
 			what: fmt.Sprintf("GET %s links (Zipf) through nginx; Redis and L1 hold none of them at the start", allN)},
 		{name: "workingset/all/uniform/warm", target: targetNginx, codes: codesAll, before: makeWarm,
 			what: fmt.Sprintf("GET %s links (uniform) through nginx; every one in Redis", allN)},
+		{name: "workingset/hot/uniform", target: targetNginx, codes: codesHot,
+			what: fmt.Sprintf("GET %s hot links (uniform) through nginx, as redirect/nginx/app, next to the row read against it", hotN)},
 		{name: "workingset/all/zipf/warm", target: targetNginx, codes: codesAllZipf, before: makeWarm, after: sampleMemory,
 			what: fmt.Sprintf("GET %s links (Zipf) through nginx; every one in Redis", allN)},
+		{name: "workingset/hot/zipf", target: targetNginx, codes: codesHotZipf,
+			what: fmt.Sprintf("GET %s hot links, Zipf, through nginx", hotN)},
 	}
 }
 
@@ -109,7 +116,10 @@ func ratios() []ratio {
 		{name: "redirects through nginx, app / minimal", num: "redirect/nginx/app", den: "redirect/nginx/minimal", min: 0.85},
 		{name: "redirects through nginx, counting on / off", num: "clicks/nginx/on", den: "clicks/nginx/off", min: 0.9},
 		{name: "redirects through nginx, analytics on / off", num: "analytics/nginx/on", den: "analytics/nginx/off", min: 0.95},
-		{name: "redirects direct, app / minimal", num: "redirect/direct/app", den: "redirect/direct/minimal", min: 0.9},
+		{name: "redirects direct, app / minimal", num: "redirect/direct/app", den: "redirect/direct/minimal", min: 0.85},
+		{name: "redirects direct, app / golink", num: "golink/direct/app", den: "golink/direct/golink", min: 5},
+		{name: "a million links uniform, warm / hot", num: "workingset/all/uniform/warm", den: "workingset/hot/uniform", min: 0.6},
+		{name: "a million links Zipf, warm / hot", num: "workingset/all/zipf/warm", den: "workingset/hot/zipf", min: 0.8},
 	}
 }
 
