@@ -128,8 +128,8 @@ type env struct {
 	// golink is the peer the direct redirects are read against; nil
 	// when it could not be built (its rows are left out, with a note).
 	golink *golink
-	rep                                 *report
-	out                                 io.Writer
+	rep    *report
+	out    io.Writer
 }
 
 func (e *env) logf(format string, args ...any) { fmt.Fprintf(e.out, format+"\n", args...) }
