@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -324,6 +326,24 @@ func TestAgainstPrevious(t *testing.T) {
 	} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, md.String())
+		}
+	}
+}
+
+// TestBuildGolink: a binary path is used as it is, a missing one or an
+// empty spec is an error that names why (the row is then left out).
+func TestBuildGolink(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "golink")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := buildGolink(t.Context(), bin, dir); err != nil || got != bin {
+		t.Errorf("a built binary: got %q, %v; want it as it is", got, err)
+	}
+	for _, spec := range []string{"", filepath.Join(dir, "missing")} {
+		if _, err := buildGolink(t.Context(), spec, dir); err == nil {
+			t.Errorf("buildGolink(%q) succeeded, want an error", spec)
 		}
 	}
 }

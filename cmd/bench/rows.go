@@ -113,7 +113,7 @@ func rows(hot, links int) []row {
 
 func ratios() []ratio {
 	return []ratio{
-		{name: "redirects through nginx, app / minimal", num: "redirect/nginx/app", den: "redirect/nginx/minimal", min: 0.85},
+		{name: "redirects through nginx, app / minimal", num: "redirect/nginx/app", den: "redirect/nginx/minimal", min: 0.9},
 		{name: "redirects through nginx, counting on / off", num: "clicks/nginx/on", den: "clicks/nginx/off", min: 0.9},
 		{name: "redirects through nginx, analytics on / off", num: "analytics/nginx/on", den: "analytics/nginx/off", min: 0.95},
 		{name: "redirects direct, app / minimal", num: "redirect/direct/app", den: "redirect/direct/minimal", min: 0.85},
