@@ -126,17 +126,8 @@ func TestShipClickDims(t *testing.T) {
 // and merges rather than replaces. Shown on the stored row: a marker
 // written over it between batches stays while the batches skip it.
 func TestSeenVisitorsSkipWrites(t *testing.T) {
-	dsn := database(t)
-	st := openStore(t, dsn)
+	st, db, dsn := migratedWithDB(t)
 	ctx := context.Background()
-	if err := st.Migrate(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	day := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
 	if err := st.Create(ctx, shortener.Link{ID: 88, Code: "seen88", URL: "https://example.com/seen", Redirect: 302, CreatedAt: day}); err != nil {
 		t.Fatal(err)
@@ -216,17 +207,8 @@ func TestSeenVisitorsSkipWrites(t *testing.T) {
 // DayDims entry per day, dimension and value in order; and a click
 // shipped now writes one row, its combination, not one per dimension.
 func TestDimsAcrossTables(t *testing.T) {
-	dsn := database(t)
-	st := openStore(t, dsn)
+	st, db, _ := migratedWithDB(t)
 	ctx := context.Background()
-	if err := st.Migrate(ctx, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	db, err := sql.Open("mysql", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	day := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
 	if err := st.Create(ctx, shortener.Link{ID: 91, Code: "sets91", URL: "https://example.com/sets", Redirect: 302, CreatedAt: day}); err != nil {
 		t.Fatal(err)
@@ -279,4 +261,22 @@ func TestDimsAcrossTables(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("day dims:\n got %q\nwant %q", got, want)
 	}
+}
+
+// migratedWithDB is a migrated store, a connection of the test's own to
+// the same database (for reading and writing rows behind the store) and
+// the database's DSN.
+func migratedWithDB(tb testing.TB) (*store.Store, *sql.DB, string) {
+	tb.Helper()
+	dsn := database(tb)
+	st := openStore(tb, dsn)
+	if err := st.Migrate(context.Background(), 30*time.Second); err != nil {
+		tb.Fatal(err)
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return st, db, dsn
 }

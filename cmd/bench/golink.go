@@ -149,11 +149,5 @@ func (g *golink) close() {
 	if g == nil || g.cmd == nil || g.cmd.Process == nil {
 		return
 	}
-	g.cmd.Process.Signal(os.Interrupt) //nolint:errcheck // gone already is fine
-	select {
-	case e := <-g.exited:
-		g.exited <- e
-	case <-time.After(10 * time.Second):
-		g.cmd.Process.Kill() //nolint:errcheck // last resort
-	}
+	interrupt(g.cmd, g.exited, 10*time.Second)
 }

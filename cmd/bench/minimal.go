@@ -206,12 +206,18 @@ func (p *proxy) close() {
 	if p == nil || p.cmd == nil || p.cmd.Process == nil {
 		return
 	}
-	p.cmd.Process.Signal(os.Interrupt) //nolint:errcheck // gone already is fine
+	interrupt(p.cmd, p.exited, 5*time.Second)
+}
+
+// interrupt asks cmd to stop (SIGINT) and kills it if it has not exited
+// within wait; exited receives its Wait's result, which is put back.
+func interrupt(cmd *exec.Cmd, exited chan error, wait time.Duration) {
+	cmd.Process.Signal(os.Interrupt) //nolint:errcheck // gone already is fine
 	select {
-	case e := <-p.exited:
-		p.exited <- e
-	case <-time.After(5 * time.Second):
-		p.cmd.Process.Kill() //nolint:errcheck // last resort
+	case e := <-exited:
+		exited <- e
+	case <-time.After(wait):
+		cmd.Process.Kill() //nolint:errcheck // last resort
 	}
 }
 
