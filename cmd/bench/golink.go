@@ -38,7 +38,7 @@ func buildGolink(ctx context.Context, spec, dir string) (string, error) {
 	}
 	if !strings.Contains(spec, "@") {
 		if _, err := os.Stat(spec); err != nil {
-			return "", err
+			return "", errors.New("-golink names no golink binary and no module@version")
 		}
 		return spec, nil
 	}

@@ -495,6 +495,16 @@ func (e *env) startGolink(ctx context.Context, o options, dir string) (*golink, 
 	}
 	e.golink = gl
 	e.targets[targetGolink] = gl.url()
-	e.rep.Settings["golink"] = o.golink
+	e.rep.Settings["golink"] = golinkSetting(o.golink)
 	return gl, nil
+}
+
+// golinkSetting is how the report names -golink: a module@version as it
+// is; a binary by what it is, not where it lay on the machine that ran
+// the bench (the report is committed).
+func golinkSetting(spec string) string {
+	if strings.Contains(spec, "@") {
+		return spec
+	}
+	return "a golink binary built from its source beforehand (-golink PATH)"
 }

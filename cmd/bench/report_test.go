@@ -346,4 +346,11 @@ func TestBuildGolink(t *testing.T) {
 			t.Errorf("buildGolink(%q) succeeded, want an error", spec)
 		}
 	}
+	// The report names a binary without its path: it is committed.
+	if got := golinkSetting(bin); strings.Contains(got, dir) {
+		t.Errorf("golinkSetting(%q) = %q, names the machine's path", bin, got)
+	}
+	if got := golinkSetting(golinkModule); got != golinkModule {
+		t.Errorf("golinkSetting(%q) = %q, want the module as it is", golinkModule, got)
+	}
 }
