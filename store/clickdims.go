@@ -347,64 +347,36 @@ func dimStats(ctx context.Context, q *sql.DB, linkID int64, dayFrom, dayTo, from
 // dayDims reads the link's counts by day, dimension and value over the
 // UTC days [dayFrom, dayTo): click_dim_sets' combinations summed into
 // each of their four values, plus click_dims' rows of the days counted
-// before that table. They come ordered by day, dimension (in
-// shortener.Dimensions' order) and value, one per triple.
+// before that table, one per triple, ordered by day, dimension (in
+// shortener.Dimensions' order) and value.
 func dayDims(ctx context.Context, q *sql.DB, linkID int64, dayFrom, dayTo time.Time) ([]shortener.DimCount, error) {
-	type triple struct {
-		day        time.Time
-		dim, value string
+	// The dimensions' names are click_dim_sets' column names.
+	const where = " WHERE link_id = ? AND day >= ? AND day < ?"
+	var parts []string
+	var args []any
+	for _, d := range shortener.Dimensions {
+		parts = append(parts, "SELECT day, '"+d+"' AS dim, "+d+" AS value, clicks FROM click_dim_sets"+where)
+		args = append(args, linkID, dayFrom, dayTo)
 	}
-	sums := map[triple]int64{}
-	rows, err := q.QueryContext(ctx, `SELECT day, country, browser, os, device, clicks FROM click_dim_sets
-		WHERE link_id = ? AND day >= ? AND day < ?`, linkID, dayFrom, dayTo)
+	parts = append(parts, "SELECT day, dim, value, clicks FROM click_dims"+where)
+	args = append(args, linkID, dayFrom, dayTo)
+	rows, err := q.QueryContext(ctx, "SELECT day, dim, value, SUM(clicks) FROM ("+strings.Join(parts, " UNION ALL ")+
+		") d GROUP BY day, dim, value ORDER BY day, FIELD(dim, '"+strings.Join(shortener.Dimensions, "', '")+"'), value", args...)
 	if err != nil {
 		return nil, fmt.Errorf("read click dimensions: %w", err)
 	}
 	defer rows.Close()
+	var out []shortener.DimCount
 	for rows.Next() {
-		var (
-			day    time.Time
-			values [4]string
-			clicks int64
-		)
-		if err := rows.Scan(&day, &values[0], &values[1], &values[2], &values[3], &clicks); err != nil {
+		var d shortener.DimCount
+		if err := rows.Scan(&d.Day, &d.Dim, &d.Value, &d.Clicks); err != nil {
 			return nil, fmt.Errorf("read click dimensions: %w", err)
 		}
-		for i, v := range values {
-			sums[triple{day.UTC(), shortener.Dimensions[i], v}] += clicks
-		}
+		d.Day = d.Day.UTC()
+		out = append(out, d)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read click dimensions: %w", err)
 	}
-	old, err := q.QueryContext(ctx, `SELECT day, dim, value, clicks FROM click_dims
-		WHERE link_id = ? AND day >= ? AND day < ?`, linkID, dayFrom, dayTo)
-	if err != nil {
-		return nil, fmt.Errorf("read click dimensions: %w", err)
-	}
-	defer old.Close()
-	for old.Next() {
-		var (
-			t      triple
-			clicks int64
-		)
-		if err := old.Scan(&t.day, &t.dim, &t.value, &clicks); err != nil {
-			return nil, fmt.Errorf("read click dimensions: %w", err)
-		}
-		t.day = t.day.UTC()
-		sums[t] += clicks
-	}
-	if err := old.Err(); err != nil {
-		return nil, fmt.Errorf("read click dimensions: %w", err)
-	}
-	out := make([]shortener.DimCount, 0, len(sums))
-	for t, n := range sums {
-		if slices.Contains(shortener.Dimensions, t.dim) {
-			out = append(out, shortener.DimCount{Day: t.day, Dim: t.dim, Value: t.value, Clicks: n})
-		}
-	}
-	slices.SortFunc(out, func(a, b shortener.DimCount) int {
-		return cmp.Or(a.Day.Compare(b.Day), cmp.Compare(slices.Index(shortener.Dimensions, a.Dim), slices.Index(shortener.Dimensions, b.Dim)), cmp.Compare(a.Value, b.Value))
-	})
 	return out, nil
 }
