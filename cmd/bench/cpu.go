@@ -12,30 +12,8 @@ import (
 // request is the row's cost, independent of how much of the machine they
 // got. nginx's workers are found as its master's children.
 func (e *env) servers(target string) []int {
-	var roots []int
-	switch target {
-	case targetNginx:
-		roots = append(roots, e.stack.Nginx().Pid())
-		for _, a := range e.stack.Apps() {
-			roots = append(roots, a.Pid())
-		}
-	case targetApp:
-		roots = append(roots, e.stack.Apps()[0].Pid())
-	case targetMinimalNginx:
-		roots = append(roots, e.minimalNginxPid)
-		roots = append(roots, e.minimalPids...)
-	case targetMinimal:
-		roots = append(roots, e.minimalPids[0])
-	case targetCapacity:
-		roots = append(roots, e.capacity.pids()...)
-	case targetCountingOff:
-		roots = append(roots, e.countingOff.pids()...)
-	case targetAnalyticsOff:
-		roots = append(roots, e.analyticsOff.pids()...)
-	case targetGolink:
-		roots = append(roots, e.golink.pid())
-	}
-	return withChildren(e.proc, roots)
+	p := e.parts(target)
+	return append(slices.Clone(p["nginx"]), p["apps"]...)
 }
 
 // processParts are the names of a row's CPU breakdown, in table order.
@@ -48,18 +26,18 @@ var processParts = []string{"nginx", "apps", "redis", "sentinels", "mysql"}
 func (e *env) parts(target string) map[string][]int {
 	var proxies, apps []int
 	switch target {
-	case targetNginx, targetApp:
-		if target == targetNginx {
-			proxies = append(proxies, e.stack.Nginx().Pid())
-		}
+	case targetNginx:
+		proxies = append(proxies, e.stack.Nginx().Pid())
 		for _, a := range e.stack.Apps() {
 			apps = append(apps, a.Pid())
 		}
-	case targetMinimalNginx, targetMinimal:
-		if target == targetMinimalNginx {
-			proxies = append(proxies, e.minimalNginxPid)
-		}
+	case targetApp:
+		apps = append(apps, e.stack.Apps()[0].Pid())
+	case targetMinimalNginx:
+		proxies = append(proxies, e.minimalNginxPid)
 		apps = append(apps, e.minimalPids...)
+	case targetMinimal:
+		apps = append(apps, e.minimalPids[0])
 	case targetGolink:
 		apps = append(apps, e.golink.pid())
 	case targetCapacity, targetCountingOff, targetAnalyticsOff:
