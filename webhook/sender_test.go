@@ -57,9 +57,12 @@ func (f *fakeStore) add(url, secret string, e shortener.Event, age time.Duration
 	return f.next
 }
 
-func (f *fakeStore) ClaimDeliveries(_ context.Context, n int, hold time.Duration) ([]shortener.Delivery, error) {
+func (f *fakeStore) ClaimDeliveries(ctx context.Context, n int, hold time.Duration) ([]shortener.Delivery, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := ctx.Err(); err != nil { // as MySQL's: a cancelled claim claims nothing
+		return nil, err
+	}
 	now := time.Now()
 	claim := strconv.FormatInt(now.UnixNano(), 36)
 	var out []shortener.Delivery

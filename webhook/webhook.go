@@ -146,6 +146,13 @@ func (s *Sender) Run(ctx context.Context) error {
 	lastCount := time.Now()
 	failing := false // claims fail (MySQL unreachable): said once, not every poll
 	for {
+		// Stopping: claim nothing more. An attempt that ended as the
+		// run was cancelled may have made its delivery due again, and
+		// select picks among ready cases at random, so the freed case
+		// can win over ctx.Done.
+		if ctx.Err() != nil {
+			return nil
+		}
 		if time.Since(lastCount) >= pendingEvery {
 			s.countPending(ctx)
 			lastCount = time.Now()
