@@ -46,7 +46,7 @@ func (s *Store) InsertLinks(ctx context.Context, links []shortener.Link) ([]shor
 func (s *Store) insertBatch(ctx context.Context, batch []shortener.Link) ([]shortener.Link, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	switch hooked, err := ownersSubscribed(ctx, s.db, shortener.EventLinkCreated, owners(batch)...); {
+	switch hooked, err := s.createsHooked(ctx, owners(batch)...); {
 	case err != nil:
 		return nil, err
 	case hooked: // the rows with their events, in one transaction (webhooks.go)

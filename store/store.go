@@ -42,6 +42,12 @@ type Config struct {
 	// ProbeEvery is how often each node's health is probed with Nodes;
 	// default 250ms. A probe's deadline is DialTimeout (default 500ms).
 	ProbeEvery time.Duration
+	// SubscribedTTL is how long a create trusts a cached answer to "has
+	// the owner a webhook subscribed to creates", and how long after its
+	// commit a webhook's create answers (subscribed.go); default
+	// DefaultSubscribedTTL. Every instance must have the same: tests
+	// shorten it, the application leaves it.
+	SubscribedTTL time.Duration
 }
 
 // Validate reports every setting Open cannot work with, all at once,
@@ -77,6 +83,9 @@ func (c Config) Validate() error {
 	if c.ProbeEvery < 0 {
 		bad("ProbeEvery", "must not be negative, got %s", c.ProbeEvery)
 	}
+	if c.SubscribedTTL < 0 {
+		bad("SubscribedTTL", "must not be negative, got %s", c.SubscribedTTL)
+	}
 	return errors.Join(errs...)
 }
 
@@ -86,8 +95,11 @@ type Store struct {
 	log     *slog.Logger
 	timeout time.Duration
 	seen    *seenVisitors // the visitor hashes this process's batches stored (clickdims.go)
-	cluster *cluster      // the Galera nodes (Config.Nodes), or nil
-	retries atomic.Uint64 // writes run again (again)
+	// subscribed caches whether an owner has a webhook subscribed to
+	// creates (subscribed.go).
+	subscribed *subscribedCache
+	cluster    *cluster      // the Galera nodes (Config.Nodes), or nil
+	retries    atomic.Uint64 // writes run again (again)
 }
 
 // Open prepares a pool for cfg, which it validates. It does not connect;
@@ -124,7 +136,7 @@ func Open(cfg Config, log *slog.Logger) (*Store, error) {
 	if dc.WriteTimeout == 0 {
 		dc.WriteTimeout = 2 * cfg.QueryTimeout
 	}
-	s := &Store{log: log, timeout: cfg.QueryTimeout, seen: newSeenVisitors()}
+	s := &Store{log: log, timeout: cfg.QueryTimeout, seen: newSeenVisitors(), subscribed: newSubscribedCache(cmp.Or(cfg.SubscribedTTL, DefaultSubscribedTTL))}
 	var conn driver.Connector
 	if len(cfg.Nodes) > 0 {
 		if s.cluster, err = newCluster(dc, cfg.Nodes, cmp.Or(cfg.DialTimeout, 500*time.Millisecond),
@@ -200,7 +212,7 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Create(ctx context.Context, l shortener.Link) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	switch hooked, err := ownersSubscribed(ctx, s.db, shortener.EventLinkCreated, l.Owner); {
+	switch hooked, err := s.createsHooked(ctx, l.Owner); {
 	case err != nil:
 		return fmt.Errorf("create link %s: %w: %w", l.Code, shortener.ErrUnavailable, err)
 	case hooked:

@@ -19,7 +19,8 @@ import (
 
 func openStore(tb testing.TB, dsn string) *store.Store {
 	tb.Helper()
-	return openStoreWith(tb, store.Config{DSN: dsn, MaxOpen: 8, QueryTimeout: 2 * time.Second, DialTimeout: time.Second})
+	// Webhook creates answer SubscribedTTL after their commit: short here.
+	return openStoreWith(tb, store.Config{DSN: dsn, MaxOpen: 8, QueryTimeout: 2 * time.Second, DialTimeout: time.Second, SubscribedTTL: 100 * time.Millisecond})
 }
 
 // openStoreWith opens a store with cfg and closes it when the test ends.

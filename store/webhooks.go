@@ -38,9 +38,19 @@ type dbtx interface {
 // CreateWebhook stores w, unless its owner has limit webhooks already
 // (shortener.ErrWebhookLimit). Concurrent creates of one owner queue on
 // its rows, so the limit holds.
+//
+// It returns ttl after the commit (subscribedCache), ignoring ctx: by
+// then no instance trusts an answer read before the webhook was made,
+// so every create that begins after the answer records its event.
 func (s *Store) CreateWebhook(ctx context.Context, w shortener.Webhook, limit int) error {
 	for try := 1; ; try++ {
-		if err := s.createWebhook(ctx, w, limit); !s.again(ctx, err, try) {
+		err := s.createWebhook(ctx, w, limit)
+		if err == nil {
+			s.subscribed.forget(w.Owner)
+			time.Sleep(s.subscribed.ttl) // see above: creates elsewhere may trust an older answer until then
+			return nil
+		}
+		if !s.again(ctx, err, try) {
 			return err
 		}
 	}
@@ -232,16 +242,29 @@ func recordLinkEvents(ctx context.Context, tx dbtx, typ shortener.EventType, at 
 	return insertDeliveries(ctx, tx, pending)
 }
 
-// ownersSubscribed reports whether any of owners has a webhook
-// subscribed to typ, read before a create's transaction so that a create
-// whose owner has none needs none: a webhook this read does not see was
-// not made before the create began, so the create owes it no event. One
-// that is seen is read again in the transaction (recordLinkEvents).
-func ownersSubscribed(ctx context.Context, q dbtx, typ shortener.EventType, owners ...string) (bool, error) {
+// createsHooked reports whether any of owners has a webhook subscribed
+// to creates, read before a create's transaction so that a create whose
+// owner has none needs none. The answers are cached (subscribedCache):
+// a webhook such a read does not see was not acknowledged before the
+// create began, so the create owes it no event. One that is seen is read
+// again in the transaction (recordLinkEvents).
+func (s *Store) createsHooked(ctx context.Context, owners ...string) (bool, error) {
 	for _, o := range owners {
-		ids, err := subscribers(ctx, q, o, typ)
-		if err != nil || len(ids) > 0 {
-			return len(ids) > 0, err
+		if o == "" { // an anonymous link: nobody's webhook
+			continue
+		}
+		began := time.Now()
+		yes, ok := s.subscribed.get(o, began)
+		if !ok {
+			ids, err := subscribers(ctx, s.db, o, shortener.EventLinkCreated)
+			if err != nil {
+				return false, err
+			}
+			yes = len(ids) > 0
+			s.subscribed.put(o, yes, began)
+		}
+		if yes {
+			return true, nil
 		}
 	}
 	return false, nil

@@ -61,6 +61,36 @@ func summary(ds []shortener.Delivery) []string {
 	return out
 }
 
+// TestWebhookSeenByCreatesAfterIt has one instance create a link (so
+// it caches that the owner has no webhook), another make the owner a
+// webhook, and the first create again: the create that began after the
+// webhook's create returned records its event, though the first
+// instance's cached answer is younger than its TTL when the webhook is
+// committed. Without the wait in CreateWebhook it is not recorded.
+func TestWebhookSeenByCreatesAfterIt(t *testing.T) {
+	dsn := database(t)
+	ctx := context.Background()
+	cfg := store.Config{DSN: dsn, MaxOpen: 4, QueryTimeout: 2 * time.Second, DialTimeout: time.Second, SubscribedTTL: 2 * time.Second}
+	one, other := openStoreWith(t, cfg), openStoreWith(t, cfg)
+	if err := one.Migrate(ctx, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	create := func(id int64) {
+		t.Helper()
+		l := shortener.Link{ID: id, Code: fmt.Sprintf("sub%d", id), URL: "https://example.com/", Redirect: 302,
+			CreatedAt: time.Now().UTC().Truncate(time.Millisecond), Owner: ownerA}
+		if err := one.Create(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create(1) // the owner has no webhook: cached
+	addWebhook(t, other, "wh_a1", ownerA, shortener.EventLinkCreated)
+	create(2)
+	if got, want := summary(claimAll(t, one)), []string{"wh_a1 link.created sub2"}; !slices.Equal(got, want) {
+		t.Errorf("deliveries %q, want %q", got, want)
+	}
+}
+
 // TestWebhooksKept stores, lists and deletes webhooks: each key sees
 // and deletes its own only, and has at most the limit.
 func TestWebhooksKept(t *testing.T) {
@@ -343,5 +373,17 @@ func TestClaims(t *testing.T) {
 	}
 	if n, _ := st.PendingDeliveries(ctx); n != 1 {
 		t.Errorf("pending: %d, want the one to retry", n)
+	}
+}
+
+// TestSubscribedTTLValidated refuses a negative SubscribedTTL by name.
+func TestSubscribedTTLValidated(t *testing.T) {
+	cfg := store.Config{DSN: "u@tcp(127.0.0.1:3306)/db", MaxOpen: 1, QueryTimeout: time.Second, SubscribedTTL: -time.Second}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "SubscribedTTL") {
+		t.Errorf("got %v, want SubscribedTTL named", err)
+	}
+	cfg.SubscribedTTL = 0
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("the default: %v", err)
 	}
 }
