@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -21,13 +22,14 @@ import (
 // stacks, other packages' tests running in parallel) delete each other's
 // temporary tables, which breaks mariadb-install-db halfway.
 //
-// A small buffer pool and redo log make the data directory small and
-// start-up fast, and utf8mb4 is what the application stores.
+// The buffer pool and redo log are the stack's (Config.MySQLBufferPool,
+// MySQLLogFile), small by default: a small data directory and a fast
+// start. utf8mb4 is what the application stores.
 func mysqlSettings(p *Proc) []string {
 	return []string{
 		"--tmpdir=" + mysqlTmpDir(p),
-		"--innodb-buffer-pool-size=64M",
-		"--innodb-log-file-size=16M",
+		"--innodb-buffer-pool-size=" + cmp.Or(p.s.st.MySQLBufferPool, "64M"),
+		"--innodb-log-file-size=" + cmp.Or(p.s.st.MySQLLogFile, "16M"),
 		"--character-set-server=utf8mb4",
 		"--collation-server=utf8mb4_unicode_ci",
 	}

@@ -129,6 +129,13 @@ type Config struct {
 	FailoverTimeout time.Duration
 	// Database is the MariaDB database to create; default "shortener".
 	Database string
+	// MySQLBufferPool and MySQLLogFile are InnoDB's buffer pool and redo
+	// log sizes, as mariadbd takes them ("1G"); default 64M and 16M,
+	// which keep a test's data directory small and its start fast. A
+	// stack that holds a day of a busy link table's clicks needs the day's
+	// click rows to fit the pool, or every click's upsert reads pages
+	// back from disk (docs/bench/findings.md).
+	MySQLBufferPool, MySQLLogFile string
 	// WithoutMySQL leaves MariaDB out: a stack of Redis and the sentinels
 	// alone, for tests of the Redis tier, which start in a fraction of
 	// the CPU time. It cannot run apps.

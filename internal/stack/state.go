@@ -26,6 +26,8 @@ type state struct {
 	FailoverTimeoutMS int64    `json:"failover_timeout_ms"`
 	Database          string   `json:"database"`
 	MySQLSocket       string   `json:"mysql_socket"`
+	MySQLBufferPool   string   `json:"mysql_buffer_pool,omitempty"`
+	MySQLLogFile      string   `json:"mysql_log_file,omitempty"`
 	AppBinary         string   `json:"app_binary,omitempty"`
 	AppEnv            []string `json:"app_env,omitempty"`
 	APIKeyFile        string   `json:"api_key_file,omitempty"`
@@ -61,6 +63,8 @@ func newState(cfg Config) (state, error) {
 		FailoverTimeoutMS: cfg.FailoverTimeout.Milliseconds(),
 		Database:          cfg.Database,
 		MySQLSocket:       socketPath(cfg.Dir),
+		MySQLBufferPool:   cfg.MySQLBufferPool,
+		MySQLLogFile:      cfg.MySQLLogFile,
 		AppBinary:         cfg.AppBinary,
 		AppEnv:            cfg.AppEnv,
 		APIKeyFile:        cfg.APIKeyFile,

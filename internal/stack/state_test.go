@@ -186,3 +186,28 @@ func TestAppAPIKey(t *testing.T) {
 		}
 	}
 }
+
+// TestMySQLSizes: a stack's buffer pool and redo log sizes reach
+// mariadbd through its state (so a restart keeps them), the small
+// defaults without them.
+func TestMySQLSizes(t *testing.T) {
+	s := attachEmpty(t)
+	p := &Proc{Name: "mysql", Kind: KindMySQL, s: s}
+	args := strings.Join(mysqlArgs(p), " ")
+	if !strings.Contains(args, "--innodb-buffer-pool-size=64M") || !strings.Contains(args, "--innodb-log-file-size=16M") {
+		t.Errorf("defaults: %s", args)
+	}
+	cfg, err := Config{Dir: t.TempDir(), MySQLBufferPool: "1G", MySQLLogFile: "256M"}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := newState(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.st = st
+	args = strings.Join(mysqlArgs(p), " ")
+	if !strings.Contains(args, "--innodb-buffer-pool-size=1G") || !strings.Contains(args, "--innodb-log-file-size=256M") {
+		t.Errorf("set: %s", args)
+	}
+}

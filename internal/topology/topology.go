@@ -47,6 +47,11 @@ func Config(dir, bin string, local, killWithParent bool, log *slog.Logger) stack
 	if local {
 		cfg.MySQLPort, cfg.NginxPort, appPorts = 3307, 8080, [2]int{8081, 8082}
 		cfg.RedisPorts, cfg.SentinelPorts = [3]int{6380, 6381, 6382}, [3]int{26380, 26381, 26382}
+		// What make up runs, and make bench and make chaos load: a
+		// buffer pool that holds the million links and a day's clicks
+		// of the bench, as a deployment's would; tests keep the small
+		// default.
+		cfg.MySQLBufferPool, cfg.MySQLLogFile = "1G", "256M"
 	}
 	// Two instances behind nginx. Their node IDs must differ, or their
 	// codes collide.
