@@ -20,9 +20,11 @@ const (
 	deployRedoLog    = 64 << 20
 )
 
-// sizeMySQL raises the stack's MariaDB to deploy's buffer pool and redo
-// log for the run (both are dynamic in MariaDB 10.11) and returns what the
-// report says of it, and restore, which puts the stack's sizes back.
+// sizeMySQL raises the stack's MariaDB to at least deploy's buffer pool
+// and redo log for the run (both are dynamic in MariaDB 10.11) and
+// returns what the report says of it, and restore, which puts the
+// stack's sizes back. make up's stack runs larger ones than deploy's
+// defaults (1 GiB and 256 MiB: internal/topology), which it keeps.
 func sizeMySQL(ctx context.Context, s *stack.Stack) (string, func(), error) {
 	db, err := sql.Open("mysql", "root@tcp("+s.MySQL().Addr()+")/?timeout=2s")
 	if err != nil {
@@ -45,6 +47,6 @@ func sizeMySQL(ctx context.Context, s *stack.Stack) (string, func(), error) {
 		set(context.WithoutCancel(ctx), pool, redo) //nolint:errcheck // best effort: a restart of the stack puts them back too
 		db.Close()
 	}
-	return fmt.Sprintf("MariaDB at deploy/'s sizes for the run: buffer pool %d MiB, redo log %d MiB (the stack's own: %d and %d MiB, put back after)",
-		max(pool, deployBufferPool)>>20, max(redo, deployRedoLog)>>20, pool>>20, redo>>20), restore, nil
+	return fmt.Sprintf("MariaDB for the run: buffer pool %d MiB, redo log %d MiB, the larger of deploy/'s defaults (%d and %d MiB) and the stack's own (%d and %d MiB, put back after)",
+		max(pool, deployBufferPool)>>20, max(redo, deployRedoLog)>>20, deployBufferPool>>20, deployRedoLog>>20, pool>>20, redo>>20), restore, nil
 }
