@@ -34,8 +34,8 @@ func (s *Stack) startGalera(ctx context.Context) error {
 // StartMySQL starts every MariaDB process of the stack that is down and
 // returns once it is ready. With Galera and no node running, the node
 // with the most advanced data (mostAdvanced) starts first and bootstraps
-// the cluster, and the others join it; it returns once all are synced
-// members of one primary component (WaitSynced). A chaos run that
+// the cluster, and the others join it one at a time; it returns once
+// all are synced members of one primary component (WaitSynced). A chaos run that
 // killed every node brings the cluster back with it: a Restart of each
 // would do only in that order. Without a deadline on ctx, it gives up
 // after two minutes.
