@@ -64,10 +64,3 @@ func (c *subscribedCache) put(owner string, yes bool, at time.Time) {
 	}
 	c.m[owner] = subscribedEntry{yes: yes, at: at}
 }
-
-// forget drops owner's answer: this instance made it a webhook.
-func (c *subscribedCache) forget(owner string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, owner)
-}

@@ -46,8 +46,7 @@ func (s *Store) CreateWebhook(ctx context.Context, w shortener.Webhook, limit in
 	for try := 1; ; try++ {
 		err := s.createWebhook(ctx, w, limit)
 		if err == nil {
-			s.subscribed.forget(w.Owner)
-			time.Sleep(s.subscribed.ttl) // see above: creates elsewhere may trust an older answer until then
+			time.Sleep(s.subscribed.ttl) // see above; this instance's own answers expire alike
 			return nil
 		}
 		if !s.again(ctx, err, try) {

@@ -57,15 +57,10 @@ func (s *Stack) StartMySQL(ctx context.Context) error {
 		}
 		down = slices.DeleteFunc(down, func(n *Proc) bool { return n == first })
 	}
-	if !s.Galera() {
-		if err := AtOnce(down, func(n *Proc) error { return n.Restart(ctx) }); err != nil {
-			return err
-		}
-		return s.WaitSynced(ctx)
-	}
-	// Joiners one at a time: two started together raced, and one saw a
-	// non-primary view of itself alone, left and aborted (TestGalera in
-	// CI, on the restart after every node was killed).
+	// One at a time (a single MariaDB is one): two Galera joiners
+	// started together raced, and one saw a non-primary view of itself
+	// alone, left and aborted (TestGalera in CI, on the restart after
+	// every node was killed).
 	for _, n := range down {
 		if err := n.Restart(ctx); err != nil {
 			return err
