@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // A stack with Config.Galera runs MariaDB as a three-node Galera cluster
@@ -233,7 +235,7 @@ func (p *Proc) startNode(ctx context.Context, fresh bool) error {
 	nodes := p.s.MySQLNodes()
 	if slices.ContainsFunc(nodes, func(n *Proc) bool { return n != p && n.Running() }) {
 		p.s.galeraMu.Unlock()
-		return p.launch(ctx, fresh)
+		return p.join(ctx, fresh)
 	}
 	defer p.s.galeraMu.Unlock()
 	first, err := mostAdvanced(ctx, nodes)
@@ -248,6 +250,37 @@ func (p *Proc) startNode(ctx context.Context, fresh bool) error {
 	defer func() { p.bootstrap = false }()
 	p.s.log.Info("bootstrapping a Galera cluster", "proc", p.Name)
 	return p.launch(ctx, fresh)
+}
+
+// joinAttempts bounds how often join launches a joiner that aborted.
+const joinAttempts = 3
+
+// join launches p as a joiner of the running cluster, again if it
+// aborted during start-up, up to joinAttempts in all, as MariaDB's own
+// service unit does (Restart=on-abort). A joiner that the others do not
+// take into a primary component in time sees a non-primary view of
+// itself alone, leaves and aborts, with its data untouched; on a busy
+// two-core machine this happened on one start in many (TestGalera in
+// CI, a joiner started right after the bootstrap node was ready). Any
+// other failure is returned at once. The caller holds p.ctl.
+func (p *Proc) join(ctx context.Context, fresh bool) error {
+	for attempt := 1; ; attempt++ {
+		err := p.launch(ctx, fresh)
+		if err == nil || attempt == joinAttempts || !aborted(err) || ctx.Err() != nil {
+			return err
+		}
+		p.s.log.Warn("the joiner aborted during start-up; starting it again", "proc", p.Name, "attempt", attempt, "err", err)
+	}
+}
+
+// aborted tells whether err is a server's exit on SIGABRT.
+func aborted(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGABRT
 }
 
 // configureGalera writes the node's my.cnf and readies its data for this

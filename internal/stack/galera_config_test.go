@@ -2,7 +2,9 @@ package stack
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -180,5 +182,31 @@ func TestGrastate(t *testing.T) {
 	want.SafeToBootstrap = true
 	if got, err := readGrastate(p); err != nil || *got != *want {
 		t.Errorf("read back: got %+v, %v, want %+v", got, err, want)
+	}
+}
+
+// TestAborted: join starts a joiner again only when it exited on SIGABRT,
+// which is how mariadbd leaves after a non-primary view of itself alone,
+// told apart through launch's wrapping from any other exit.
+func TestAborted(t *testing.T) {
+	for _, tc := range []struct {
+		script string
+		want   bool
+	}{
+		{"kill -ABRT $$", true},
+		{"kill -KILL $$", false},
+		{"exit 1", false},
+	} {
+		err := exec.Command("sh", "-c", tc.script).Run()
+		if err == nil {
+			t.Fatalf("%s: no error", tc.script)
+		}
+		wrapped := fmt.Errorf("wait ready: %w", permanent{startupExit(err, "mysql-3.log", "")})
+		if got := aborted(wrapped); got != tc.want {
+			t.Errorf("aborted(%v) = %v, want %v", wrapped, got, tc.want)
+		}
+	}
+	if aborted(errors.New("exited during start-up (signal: aborted)")) {
+		t.Error("aborted took a message for a SIGABRT exit")
 	}
 }

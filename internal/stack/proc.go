@@ -320,7 +320,7 @@ func (p *Proc) launch(ctx context.Context, fresh bool) error {
 	err = Poll(ctx, readyPoll, func(ctx context.Context) error {
 		select {
 		case <-c.done:
-			return permanent{fmt.Errorf("exited during start-up (%v); %s ends:\n%s", c.err, p.LogFile(), p.LogTail(15))}
+			return permanent{startupExit(c.err, p.LogFile(), p.LogTail(15))}
 		default:
 		}
 		return p.k.ready(ctx, p)
@@ -465,4 +465,10 @@ func (p *Proc) signalAndWait(sig syscall.Signal, wantFrozen bool) error {
 		}
 		return nil
 	})
+}
+
+// startupExit is the error of a server that exited before it was ready:
+// err, its exit, stays inspectable (join starts an aborted joiner again).
+func startupExit(err error, logFile, tail string) error {
+	return fmt.Errorf("exited during start-up (%w); %s ends:\n%s", err, logFile, tail)
 }
