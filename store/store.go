@@ -48,6 +48,10 @@ type Config struct {
 	// DefaultSubscribedTTL. Every instance must have the same: tests
 	// shorten it, the application leaves it.
 	SubscribedTTL time.Duration
+	// CreateStatements is how many create statements the instance runs
+	// at once; creates that arrive meanwhile wait and go in together
+	// (creates.go). Default DefaultCreateStatements.
+	CreateStatements int
 }
 
 // Validate reports every setting Open cannot work with, all at once,
@@ -83,6 +87,9 @@ func (c Config) Validate() error {
 	if c.ProbeEvery < 0 {
 		bad("ProbeEvery", "must not be negative, got %s", c.ProbeEvery)
 	}
+	if c.CreateStatements < 0 {
+		bad("CreateStatements", "must not be negative, got %d", c.CreateStatements)
+	}
 	if c.SubscribedTTL < 0 {
 		bad("SubscribedTTL", "must not be negative, got %s", c.SubscribedTTL)
 	}
@@ -98,6 +105,7 @@ type Store struct {
 	// subscribed caches whether an owner has a webhook subscribed to
 	// creates (subscribed.go).
 	subscribed *subscribedCache
+	creates    *createGroup  // Create's statements (creates.go)
 	cluster    *cluster      // the Galera nodes (Config.Nodes), or nil
 	retries    atomic.Uint64 // writes run again (again)
 }
@@ -137,6 +145,7 @@ func Open(cfg Config, log *slog.Logger) (*Store, error) {
 		dc.WriteTimeout = 2 * cfg.QueryTimeout
 	}
 	s := &Store{log: log, timeout: cfg.QueryTimeout, seen: newSeenVisitors(), subscribed: newSubscribedCache(cmp.Or(cfg.SubscribedTTL, DefaultSubscribedTTL))}
+	s.creates = &createGroup{s: s, limit: cmp.Or(cfg.CreateStatements, DefaultCreateStatements)}
 	var conn driver.Connector
 	if len(cfg.Nodes) > 0 {
 		if s.cluster, err = newCluster(dc, cfg.Nodes, cmp.Or(cfg.DialTimeout, 500*time.Millisecond),
@@ -208,7 +217,8 @@ func (s *Store) Ping(ctx context.Context) error {
 // Create inserts l. It returns shortener.ErrCodeTaken if the code is in use; the
 // insert is committed when Create returns nil. A link whose owner has a
 // webhook subscribed to creates is inserted with its event, in one
-// transaction (webhooks.go).
+// transaction (webhooks.go); the others go in with the creates that
+// arrive beside them, in one statement (creates.go).
 func (s *Store) Create(ctx context.Context, l shortener.Link) error {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -218,7 +228,7 @@ func (s *Store) Create(ctx context.Context, l shortener.Link) error {
 	case hooked:
 		return s.createWithEvent(ctx, l)
 	}
-	return insertLink(ctx, s.db, l)
+	return s.creates.create(ctx, l)
 }
 
 // execQuerier is what insertLink needs: a pool or a transaction.
@@ -227,14 +237,23 @@ type execQuerier interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// insertColumns are the columns a create sets, insertRow their
+// placeholders and linkRow a link's values for them.
+const (
+	insertColumns = "id, code, url, redirect, created_at, expires_at, owner, tags, max_visits, password_hash"
+	insertRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+func linkRow(l shortener.Link) []any {
+	return []any{l.ID, l.Code, l.URL, l.Redirect, l.CreatedAt.UTC(), nullTime(l.ExpiresAt), nullString(l.Owner),
+		nullString(joinTags(l.Tags)), nullInt(l.MaxVisits), nullString(l.PasswordHash)}
+}
+
 // insertLink inserts l. A duplicate is told apart by which key it hit:
 // the code (shortener.ErrCodeTaken, an alias in use) or the primary key
 // (shortener.ErrIDTaken, a Snowflake ID issued twice).
 func insertLink(ctx context.Context, db execQuerier, l shortener.Link) error {
-	_, err := db.ExecContext(ctx,
-		"INSERT INTO links (id, code, url, redirect, created_at, expires_at, owner, tags, max_visits, password_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-		l.ID, l.Code, l.URL, l.Redirect, l.CreatedAt.UTC(), nullTime(l.ExpiresAt), nullString(l.Owner),
-		nullString(joinTags(l.Tags)), nullInt(l.MaxVisits), nullString(l.PasswordHash))
+	_, err := db.ExecContext(ctx, "INSERT INTO links ("+insertColumns+") VALUES "+insertRow, linkRow(l)...)
 	var me *mysql.MySQLError
 	switch {
 	case err == nil:

@@ -126,6 +126,7 @@ func (c *Config) settings() []setting {
 		{"mysql-nodes", (*list)(&c.MySQL.Nodes), "", "comma-separated host:port of every node of a MariaDB Galera cluster, in the order instances prefer them for writes; the DSN's address is then unused (empty: the DSN's server alone)"},
 		{"mysql-max-open", &c.MySQL.MaxOpen, 32, "MySQL pool size"},
 		{"mysql-max-idle", &c.MySQL.MaxIdle, 0, "idle MySQL connections kept (0: as many as mysql-max-open; fewer makes the pool close and reopen connections as the load varies)"},
+		{"mysql-create-statements", &c.MySQL.CreateStatements, store.DefaultCreateStatements, "create INSERTs run at once; creates that arrive meanwhile wait and go in together, many rows to a statement"},
 		{"mysql-timeout", &c.MySQL.QueryTimeout, time.Second, "deadline of every MySQL query"},
 		{"mysql-dial-timeout", &c.MySQL.DialTimeout, 500 * time.Millisecond, "MySQL connect deadline"},
 		{"migrate-timeout", &c.MySQL.MigrateTimeout, 30 * time.Second, "how long start-up waits for the database and migrations"},
