@@ -172,7 +172,10 @@ func retryable(status int) bool {
 // create posts r.URL under r.Key, retrying with the same key on transport
 // errors, timeouts and 502/503/504, up to attempts POSTs. Retrying after a
 // timeout is what the key is for: the first POST may have been stored, and
-// the retry must then return that link rather than make a second.
+// the retry must then return that link rather than make a second. A
+// create without a key is retried all the same, as a client without one
+// does: a retry after a POST that was stored unanswered makes a second
+// link, which the creates account allows it.
 func create(ctx context.Context, c *http.Client, base string, timeout time.Duration, attempts int, due time.Time, r *Result) {
 	body, _ := json.Marshal(map[string]string{"url": r.URL})
 	for attempt := 1; ; attempt++ {

@@ -39,9 +39,9 @@
 // not in their latency, and the stall shows up as fewer requests — the
 // coordinated-omission error a chaos run exists to avoid. Here every
 // latency runs from the request's intended send time, requests beyond the
-// in-flight bound count as unknown rather than vanish, and each create
-// carries its own Idempotency-Key through its retries, which vegeta's
-// targeters do not model.
+// in-flight bound count as unknown rather than vanish, and a create
+// carries its own Idempotency-Key (every other one has one) through its
+// retries, which vegeta's targeters do not model.
 //
 // # Adding a ledger column
 //

@@ -164,3 +164,31 @@ func TestLedgerCountsUnacknowledgedButStored(t *testing.T) {
 		t.Errorf("failing checks %v for a failed create that was stored, want creates.half-written", f)
 	}
 }
+
+// TestLedgerUnkeyedCreates: a create without an Idempotency-Key has no
+// key row to check, and may leave one link per POST (a POST stored but
+// unanswered, then its retry), but not more; it is lost like any other.
+func TestLedgerUnkeyedCreates(t *testing.T) {
+	results, stored, keys, resolved := ledgerFixture()
+	u := acked("", "https://x/6", "c6")
+	u.Attempts = 2
+	results = append(results, u)
+	stored["c6"], resolved["c6"] = "https://x/6", ""
+	if f := failing(checkCreates(results, stored, keys, resolved)); len(f) > 0 {
+		t.Fatalf("an unkeyed create, stored and resolving: failing checks %v, want none", f)
+	}
+	stored["c6-first"] = "https://x/6" // its first POST, stored unanswered
+	if f := failing(checkCreates(results, stored, keys, resolved)); len(f) > 0 {
+		t.Errorf("an unkeyed create of 2 POSTs stored twice: failing checks %v, want none", f)
+	}
+	stored["c6-third"] = "https://x/6"
+	if f := failing(checkCreates(results, stored, keys, resolved)); len(f) != 1 || f[0] != "creates.duplicated" {
+		t.Errorf("an unkeyed create of 2 POSTs stored three times: failing checks %v, want creates.duplicated", f)
+	}
+	delete(stored, "c6-third")
+	delete(stored, "c6")
+	resolved["c6"] = "GET: 404 from app1, want 302"
+	if f := strings.Join(failing(checkCreates(results, stored, keys, resolved)), " "); !strings.Contains(f, "creates.lost") {
+		t.Errorf("an unkeyed create lost: failing checks %q, want creates.lost", f)
+	}
+}

@@ -19,8 +19,11 @@ const (
 	// Redirect is GET /{code} of a pre-created link, chosen by Zipf's law;
 	// it succeeds with 302 and the link's URL in Location.
 	Redirect Kind = iota
-	// Create is POST /api/v1/links with a fresh URL and its own
-	// Idempotency-Key, retried with the same key; it succeeds with 201.
+	// Create is POST /api/v1/links with a fresh URL; it succeeds with
+	// 201. Every other create has an Idempotency-Key of its own and is
+	// retried with it; the others have none, as most clients send, and
+	// go into MySQL with the creates beside them (store/creates.go),
+	// retried as a new create.
 	Create
 	// Miss is GET /{code} of a code that was never issued, a lookup no
 	// cache can answer; it succeeds with 404. While MySQL is down it gets
@@ -79,7 +82,7 @@ type Result struct {
 	Link int // Redirect: index of the link in LoadConfig.Links
 
 	// Create only.
-	URL, Key, Code string        // URL sent, Idempotency-Key, code answered
+	URL, Key, Code string        // URL sent, Idempotency-Key ("" for none), code answered
 	Attempts       int           // POSTs sent, retries included
 	Replayed       bool          // the 201 replayed an earlier POST's answer (Idempotent-Replayed)
 	FirstAnswer    time.Duration // from Intended to the first attempt's answer or error
@@ -214,7 +217,9 @@ func (l *Load) pace(pacing context.Context) {
 		case x < l.cfg.CreateShare:
 			r.Kind = Create
 			r.URL = fmt.Sprintf("https://chaos.example/%s/%d", l.cfg.Prefix, i)
-			r.Key = fmt.Sprintf("%s-%d", l.cfg.Prefix, i)
+			if i%2 == 0 {
+				r.Key = fmt.Sprintf("%s-%d", l.cfg.Prefix, i)
+			}
 		case x < l.cfg.CreateShare+l.cfg.MissShare:
 			r.Kind = Miss
 		default:

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -135,10 +136,12 @@ func TestStallIsLatencyNotFewerRequests(t *testing.T) {
 }
 
 // TestCreateRetriesWithTheSameKey: the first POST of every create gets
-// 503; the retry carries the same Idempotency-Key and is acknowledged.
+// 503; the retry carries the same Idempotency-Key and is acknowledged. A
+// create without a key (every other one) is retried too, as a new POST
+// without one.
 func TestCreateRetriesWithTheSameKey(t *testing.T) {
 	var mu sync.Mutex
-	seen := map[string]int{}
+	seen := map[string]int{} // POSTs by key, or by URL for those without
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct{ URL string }
 		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || r.Method != http.MethodPost {
@@ -146,17 +149,20 @@ func TestCreateRetriesWithTheSameKey(t *testing.T) {
 			return
 		}
 		key := r.Header.Get("Idempotency-Key")
+		id := cmp.Or(key, "url:"+body.URL)
 		mu.Lock()
-		seen[key]++
-		n := seen[key]
+		seen[id]++
+		n := seen[id]
 		mu.Unlock()
 		if n == 1 {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
-		w.Header().Set("Idempotent-Replayed", "true")
+		if key != "" {
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
 		w.WriteHeader(http.StatusCreated)
-		json.NewEncoder(w).Encode(map[string]string{"code": "k" + key, "url": body.URL})
+		json.NewEncoder(w).Encode(map[string]string{"code": "k" + id, "url": body.URL})
 	}))
 	defer srv.Close()
 	cfg := testLoad(srv.URL)
@@ -178,23 +184,30 @@ func TestCreateRetriesWithTheSameKey(t *testing.T) {
 		return nil
 	})
 	results := slices.DeleteFunc(stop(t, l), func(r Result) bool { return r.Dropped })
+	keys := map[string]bool{}
+	unkeyed := 0
 	for _, r := range results {
-		if r.Kind != Create || r.Outcome != OK || r.Attempts != 2 || !r.Replayed || r.Code != "k"+r.Key {
-			t.Errorf("create %d: kind %v outcome %v attempts %d replayed %v code %q (%s); want an acknowledged create after 2 POSTs",
-				r.Seq, r.Kind, r.Outcome, r.Attempts, r.Replayed, r.Code, r.Err)
+		id := cmp.Or(r.Key, "url:"+r.URL)
+		if r.Kind != Create || r.Outcome != OK || r.Attempts != 2 || r.Replayed != (r.Key != "") || r.Code != "k"+id {
+			t.Errorf("create %d (key %q): kind %v outcome %v attempts %d replayed %v code %q (%s); want an acknowledged create after 2 POSTs",
+				r.Seq, r.Key, r.Kind, r.Outcome, r.Attempts, r.Replayed, r.Code, r.Err)
 		}
 		mu.Lock()
-		if n := seen[r.Key]; n != 2 {
-			t.Errorf("key %s: %d POSTs, want 2 with the same key", r.Key, n)
+		if n := seen[id]; n != 2 {
+			t.Errorf("create %s: %d POSTs, want 2", id, n)
 		}
 		mu.Unlock()
-	}
-	keys := map[string]bool{}
-	for _, r := range results {
+		if r.Key == "" {
+			unkeyed++
+			continue
+		}
 		if keys[r.Key] {
 			t.Errorf("key %s used by two creates", r.Key)
 		}
 		keys[r.Key] = true
+	}
+	if unkeyed == 0 || len(keys) == 0 {
+		t.Errorf("%d creates with a key, %d without: want both", len(keys), unkeyed)
 	}
 }
 
