@@ -208,7 +208,7 @@ func checkCreates(results []Result, stored, keys, resolved map[string]string) En
 		{Label: "key recorded for another code", Value: f(n[problemKey])},
 		{Label: "acknowledged but not redirecting to their URL after the run", Value: f(n[problemUnresolved])},
 		{Label: "not acknowledged (failed or unknown) yet stored", Value: fmt.Sprintf("%d (%d of them failed, not timed out)", unackedStored, failedStored)},
-		{Label: "creates that took more than one POST (same key)", Value: f(retried)},
+		{Label: "creates that took more than one POST (with their key, if any)", Value: f(retried)},
 		{Label: "acknowledged with the answer of an earlier POST (Idempotent-Replayed)", Value: f(replayed)},
 	}
 	zero := func(id, what string, got int, of string) {

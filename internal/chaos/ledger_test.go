@@ -70,7 +70,7 @@ func TestLedgerClean(t *testing.T) {
 		"creates acknowledged (201)":                      "3",
 		"of those, in MySQL under their code and URL":     "3",
 		"lost (acknowledged, no row)":                     "0",
-		"creates that took more than one POST (same key)": "1",
+		"creates that took more than one POST (with their key, if any)": "1",
 	} {
 		if got := figure(t, e, label); got != want {
 			t.Errorf("%s = %s, want %s", label, got, want)
