@@ -450,3 +450,43 @@ func TestInvalidationsReadTime(t *testing.T) {
 		t.Errorf("after a failed read: %v, want the last good read's time", got)
 	}
 }
+
+// TestAddIssuedIsNotAnnounced: a link whose code its create issued goes
+// to Redis, where another instance finds it, but is not announced: the
+// other instance keeps what its L1 holds for the code, while an alias
+// created after it is announced and dropped there.
+func TestAddIssuedIsNotAnnounced(t *testing.T) {
+	a, _, s := newTestCache(t, testConfig(func(c *Config) { c.L1TTL = time.Hour }))
+	b, err := New(testConfig(func(c *Config) { onStack(c, s); c.L1TTL = time.Hour }), &lockedOrigin{links: map[string]shortener.Link{}}, &fakeOutbox{}, quietLog(), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- b.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; b.Close() })
+	waitSubscribed(t, a, b)
+
+	issued := shortener.Link{Code: "issued", URL: "https://example.com/issued", Redirect: 302}
+	alias := shortener.Link{Code: "alias", URL: "https://example.com/alias", Redirect: 302}
+	// Entries the announcements would drop (no real instance holds one
+	// for a code not yet created; these only show whether one came).
+	b.l1.put(issued)
+	b.l1.put(alias)
+	a.AddIssued(ctx, issued)
+	a.Add(ctx, alias) // after it in a's one fill queue
+	poll.Until(t, "the alias's announcement to reach b", func() error {
+		if _, ok := b.l1.get("alias"); ok {
+			return errors.New("alias is still in b's L1")
+		}
+		return nil
+	})
+	if _, ok := b.l1.get("issued"); !ok {
+		t.Error("the issued code was announced: b's L1 dropped it")
+	}
+	// b's origin has neither: what it resolves came from Redis.
+	b.l1.drop("issued")
+	if got, err := b.Resolve(ctx, "issued"); err != nil || got.URL != issued.URL {
+		t.Errorf("b resolves the issued code: %+v, %v; want it from Redis", got, err)
+	}
+}

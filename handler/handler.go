@@ -60,7 +60,12 @@ type Invalidator interface {
 
 // Warmer puts a freshly created link into the cache, best effort.
 type Warmer interface {
+	// Add warms a link whose code a client chose (an alias), announcing
+	// it, so that instances that answered "no such code" before forget it.
 	Add(ctx context.Context, l shortener.Link)
+	// AddIssued warms a link whose code its create issued, which no
+	// instance can have looked up before: nothing to announce.
+	AddIssued(ctx context.Context, l shortener.Link)
 }
 
 // IDs issues the ID and code of a new link.

@@ -772,3 +772,32 @@ func TestFrame(t *testing.T) {
 		t.Errorf("the panic is not logged with its stack:\n%s", logs.String())
 	}
 }
+
+// recordingWarmer records which of the Warmer's calls each created code got.
+type recordingWarmer struct{ calls []string }
+
+func (w *recordingWarmer) Add(_ context.Context, l shortener.Link) {
+	w.calls = append(w.calls, "Add "+l.Code)
+}
+
+func (w *recordingWarmer) AddIssued(_ context.Context, l shortener.Link) {
+	w.calls = append(w.calls, "AddIssued "+l.Code)
+}
+
+// TestCreateWarmsByKindOfCode: a link whose code the create issued is
+// warmed without an announcement (AddIssued); an alias, which anyone may
+// have looked up before, with one (Add).
+func TestCreateWarmsByKindOfCode(t *testing.T) {
+	f := newFakeLinks()
+	w := &recordingWarmer{}
+	h := mustNew(Config{BaseURL: "http://sho.rt", AnonymousCreate: true}, Deps{Resolver: f, Links: f, Warmer: w,
+		IDs: &fixedIDs{codes: []string{"issued", "unused"}}, Log: discardLogger()})
+	for _, body := range []string{`{"url":"https://new.example/"}`, `{"url":"https://new.example/","alias":"chosen"}`} {
+		if rec := do(h, "POST", "/api/v1/links", body); rec.Code != 201 {
+			t.Fatalf("create %s: %d %s", body, rec.Code, rec.Body)
+		}
+	}
+	if got, want := strings.Join(w.calls, ", "), "AddIssued issued, Add chosen"; got != want {
+		t.Errorf("warmer calls %q, want %q", got, want)
+	}
+}

@@ -142,8 +142,12 @@ func (h *Handler) createLink(ctx context.Context, req createRequest, key, scope,
 	if err != nil {
 		return shortener.Link{}, false, err
 	}
-	if h.d.Warmer != nil {
+	switch {
+	case h.d.Warmer == nil:
+	case req.Alias != "":
 		h.d.Warmer.Add(ctx, l)
+	default:
+		h.d.Warmer.AddIssued(ctx, l)
 	}
 	return l, replayed, nil
 }
