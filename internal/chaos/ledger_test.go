@@ -67,9 +67,9 @@ func TestLedgerClean(t *testing.T) {
 		t.Fatalf("clean run: checks %v fail, problems %+v", f, e.Problems)
 	}
 	for label, want := range map[string]string{
-		"creates acknowledged (201)":                      "3",
-		"of those, in MySQL under their code and URL":     "3",
-		"lost (acknowledged, no row)":                     "0",
+		"creates acknowledged (201)":                                    "3",
+		"of those, in MySQL under their code and URL":                   "3",
+		"lost (acknowledged, no row)":                                   "0",
 		"creates that took more than one POST (with their key, if any)": "1",
 	} {
 		if got := figure(t, e, label); got != want {
