@@ -148,14 +148,8 @@ func TestCreateReachesOtherInstances(t *testing.T) {
 	a, _, s := newTestCache(t, testConfig(slow))
 	origin := &lockedOrigin{links: map[string]shortener.Link{}}
 	a.origin = origin
-	b, err := New(testConfig(slow, func(c *Config) { onStack(c, s) }), origin, &fakeOutbox{}, quietLog(), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- b.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; b.Close() })
+	b := running(t, testConfig(slow, func(c *Config) { onStack(c, s) }), origin)
+	ctx := context.Background()
 
 	// b's subscription must be up before the create is announced.
 	waitSubscribed(t, a, b)
@@ -457,14 +451,8 @@ func TestInvalidationsReadTime(t *testing.T) {
 // created after it is announced and dropped there.
 func TestAddIssuedIsNotAnnounced(t *testing.T) {
 	a, _, s := newTestCache(t, testConfig(func(c *Config) { c.L1TTL = time.Hour }))
-	b, err := New(testConfig(func(c *Config) { onStack(c, s); c.L1TTL = time.Hour }), &lockedOrigin{links: map[string]shortener.Link{}}, &fakeOutbox{}, quietLog(), prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- b.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done; b.Close() })
+	b := running(t, testConfig(func(c *Config) { onStack(c, s); c.L1TTL = time.Hour }), &lockedOrigin{links: map[string]shortener.Link{}})
+	ctx := context.Background()
 	waitSubscribed(t, a, b)
 
 	issued := shortener.Link{Code: "issued", URL: "https://example.com/issued", Redirect: 302}
@@ -489,4 +477,19 @@ func TestAddIssuedIsNotAnnounced(t *testing.T) {
 	if got, err := b.Resolve(ctx, "issued"); err != nil || got.URL != issued.URL {
 		t.Errorf("b resolves the issued code: %+v, %v; want it from Redis", got, err)
 	}
+}
+
+// running is a second instance on cfg's stack, reading origin, running
+// until the test ends.
+func running(t *testing.T, cfg Config, origin Origin) *Cache {
+	t.Helper()
+	b, err := New(cfg, origin, &fakeOutbox{}, quietLog(), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- b.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; b.Close() })
+	return b
 }
