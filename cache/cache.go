@@ -59,9 +59,12 @@ type Config struct {
 	// TTL is how long a link stays in Redis (capped by its expiry).
 	TTL time.Duration
 
-	// L1Size bounds the in-process cache (entries); L1TTL is how long a
-	// link stays there, L1NegativeTTL how long "no such code" does.
+	// L1Size bounds the in-process cache in entries and L1Bytes in bytes
+	// (an estimate of what its entries hold: URLs are up to 2 KiB, so a
+	// count alone bounds no memory); L1TTL is how long a link stays there,
+	// L1NegativeTTL how long "no such code" does.
 	L1Size        int
+	L1Bytes       int64
 	L1TTL         time.Duration
 	L1NegativeTTL time.Duration
 
@@ -93,6 +96,9 @@ func (c Config) Validate() error {
 	}
 	if c.L1Size <= 0 {
 		errs = append(errs, shortener.Invalid("L1Size", "must be positive, got %d", c.L1Size))
+	}
+	if c.L1Bytes < l1EntryOverhead {
+		errs = append(errs, shortener.Invalid("L1Bytes", "must be at least %d (one entry), got %d", l1EntryOverhead, c.L1Bytes))
 	}
 	return errors.Join(errs...)
 }
@@ -166,7 +172,7 @@ func New(cfg Config, origin Origin, outbox Outbox, log *slog.Logger, reg prometh
 		fills:        make(chan fill, fillQueue),
 		limits:       newLimits(),
 	}
-	c.l1 = newL1(cfg.L1Size, cfg.L1TTL, cfg.L1NegativeTTL, func() time.Time { return c.now() })
+	c.l1 = newL1(cfg.L1Size, cfg.L1Bytes, cfg.L1TTL, cfg.L1NegativeTTL, func() time.Time { return c.now() })
 	c.read = sentinel.NewClient(cfg.Redis, sentinel.Replicas, sentinel.NewBreaker(cfg.Redis, breakerRead, m.breakers, log))
 	c.write = sentinel.NewClient(cfg.Redis, sentinel.Master, sentinel.NewBreaker(cfg.Redis, breakerWrite, m.breakers, log))
 	return c, nil

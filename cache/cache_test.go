@@ -130,7 +130,7 @@ func testConfig(mods ...func(*Config)) Config {
 			BreakerFailures: 5, BreakerWindow: 10, BreakerDelay: time.Second, BreakerSuccesses: 3,
 		},
 		TTL:    24 * time.Hour,
-		L1Size: 100_000, L1TTL: 5 * time.Second, L1NegativeTTL: time.Second,
+		L1Size: 100_000, L1Bytes: 48 << 20, L1TTL: 5 * time.Second, L1NegativeTTL: time.Second,
 		ReplayInterval: 500 * time.Millisecond, InvalidationGrace: 3 * time.Second,
 	}
 	for _, mod := range mods {
@@ -157,6 +157,7 @@ func TestConfigValidate(t *testing.T) {
 		{"zero replay", func(c *Config) { c.ReplayInterval = 0 }, "ReplayInterval must be positive"},
 		{"zero grace", func(c *Config) { c.InvalidationGrace = 0 }, "InvalidationGrace must be positive"},
 		{"zero L1 size", func(c *Config) { c.L1Size = 0 }, "L1Size must be positive"},
+		{"L1 bytes below an entry", func(c *Config) { c.L1Bytes = 100 }, "L1Bytes must be at least 370 (one entry), got 100"},
 	}
 	for _, tt := range tests {
 		_, err := New(testConfig(tt.mod), testLinks(1), nil, quietLog(), prometheus.NewRegistry())

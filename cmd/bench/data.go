@@ -130,7 +130,7 @@ func newRedisTier(s *stack.Stack, st *store.Store) (*redisTier, error) {
 			BreakerFailures: 1000, BreakerWindow: 1000, BreakerDelay: time.Second, BreakerSuccesses: 1,
 		},
 		TTL:    24 * time.Hour,
-		L1Size: 1, L1TTL: time.Second, L1NegativeTTL: time.Second,
+		L1Size: 1, L1Bytes: 1 << 20, L1TTL: time.Second, L1NegativeTTL: time.Second,
 		ReplayInterval: time.Hour, InvalidationGrace: time.Second,
 	}, st, nil, slog.New(slog.DiscardHandler), reg)
 	if err != nil {

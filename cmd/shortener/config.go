@@ -144,6 +144,7 @@ func (c *Config) settings() []setting {
 
 		{"redis-ttl", &c.Cache.TTL, 24 * time.Hour, "how long a link stays in Redis"},
 		{"l1-size", &c.Cache.L1Size, 100_000, "in-process cache size (entries)"},
+		{"l1-bytes", &c.Cache.L1Bytes, int64(48 << 20), "in-process cache size (bytes its entries hold, estimated; with -l1-size, whichever binds first)"},
 		{"l1-ttl", &c.Cache.L1TTL, 5 * time.Second, "how long a link stays in the in-process cache"},
 		{"l1-negative-ttl", &c.Cache.L1NegativeTTL, time.Second, "how long an unknown code is remembered as unknown"},
 		{"invalidation-replay", &c.Cache.ReplayInterval, 500 * time.Millisecond, "how often pending invalidations are sent to Redis again"},
