@@ -27,8 +27,10 @@ var galeraServices = []string{"mariadb", "mariadb-2", "mariadb-3"}
 // next of the list. Started again, still under load, mariadb rejoins
 // (an IST: it catches up from a donor's write-set cache), the cluster
 // has three synced members again and the apps write through mariadb
-// again. The test reports how long each step took, and asserts none of
-// it.
+// again. Last, mariadb-2 leaves the group and stays up outside it (what
+// a joiner evicted during its state transfer does): its entrypoint stops
+// it, its container starts again and it rejoins. The test reports how
+// long each step took, and asserts none of it.
 func TestComposeGalera(t *testing.T) {
 	host := dockerHost(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
@@ -156,8 +158,36 @@ func TestComposeGalera(t *testing.T) {
 			t.Errorf("%s's links (count, checksum, acknowledged) %q differ from mariadb's %q", s, sums[s], sums["mariadb"])
 		}
 	}
-	t.Logf("ledger: %d acknowledged creates, %d lost through nginx; every node's links (count, checksum, acknowledged): %v; whole test %s",
-		len(res.created), lost, sums["mariadb"], time.Since(started).Round(time.Second))
+	t.Logf("ledger: %d acknowledged creates, %d lost through nginx; every node's links (count, checksum, acknowledged): %v",
+		len(res.created), lost, sums["mariadb"])
+
+	// A node that leaves the group and stays up outside it (as a joiner
+	// the group evicted during its state transfer does) is stopped by its
+	// entrypoint's watch, started again by the restart policy, and
+	// rejoins. An empty cluster address closes its link to the group the
+	// same way.
+	node := p.container(ctx, "mariadb-2")
+	restarts := func() string {
+		out, err := p.docker(ctx, "inspect", "-f", "{{.RestartCount}}", node)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(out)
+	}
+	was := restarts()
+	left := time.Now()
+	if _, err := p.docker(ctx, "exec", node, "mariadb", "--socket=/run/mysqld/mysqld.sock",
+		"-e", "SET GLOBAL wsrep_cluster_address = ''"); err != nil {
+		t.Fatal(err)
+	}
+	waitGalera(ctx, t, p, "mariadb-2 to be started again and rejoin after it left the group", func(map[string]galeraNode) error {
+		if now := restarts(); now == was {
+			return fmt.Errorf("mariadb-2's container has restarted %s times, as before it left", now)
+		}
+		return nil
+	})
+	t.Logf("mariadb-2 left the group: started again and synced %s later; whole test %s",
+		time.Since(left).Round(100*time.Millisecond), time.Since(started).Round(time.Second))
 }
 
 // galeraNode is what one node says of itself and its cluster.
