@@ -334,10 +334,7 @@ func (c *Cache) fromOrigin(ctx context.Context, code string) (shortener.Link, ui
 // and announced to the other instances, which forget theirs. Nothing here
 // waits on Redis; with the write breaker open the Redis part is dropped
 // (other instances' negative entries then expire within their short TTL).
-func (c *Cache) Add(_ context.Context, l shortener.Link) {
-	c.forget(l.Code)
-	c.enqueue(fill{link: l, gen: c.gens.get(l.Code), read: c.now(), announce: true})
-}
+func (c *Cache) Add(_ context.Context, l shortener.Link) { c.add(l, true) }
 
 // AddIssued is Add for a link whose code was issued by its create (a
 // Snowflake ID's, not a client's alias): the link is written to Redis
@@ -349,9 +346,12 @@ func (c *Cache) Add(_ context.Context, l shortener.Link) {
 // per create (and Redis its fan-out): with eight instances subscribed,
 // as in make bench, the six that served none of the creates spent 0.4
 // of a core hearing them.
-func (c *Cache) AddIssued(_ context.Context, l shortener.Link) {
+func (c *Cache) AddIssued(_ context.Context, l shortener.Link) { c.add(l, false) }
+
+// add is Add, announcing the link or not.
+func (c *Cache) add(l shortener.Link, announce bool) {
 	c.forget(l.Code)
-	c.enqueue(fill{link: l, gen: c.gens.get(l.Code), read: c.now()})
+	c.enqueue(fill{link: l, gen: c.gens.get(l.Code), read: c.now(), announce: announce})
 }
 
 // addBatch is how many links one pipeline of AddMany carries.

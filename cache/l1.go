@@ -46,10 +46,7 @@ func l1Bytes(code string, e l1Entry) int64 {
 	for _, t := range l.Tags {
 		n += int64(16 + len(t)) // a string header and its bytes
 	}
-	if l.Code != code {
-		n += int64(len(l.Code)) // the key and the link share one string when they are the same
-	}
-	return n
+	return n // the link's Code is the key's string (put), or empty (putMissing)
 }
 
 // l1Weigher weighs an entry by its bytes, but at least maxBytes/size, so
