@@ -177,7 +177,39 @@ func (s *Stack) AddDatabase(ctx context.Context, name string) (string, error) {
 	if err := asRoot(ctx, s.MySQL(), stmts...); err != nil {
 		return "", fmt.Errorf("add database %s: %w", name, err)
 	}
+	if err := s.grantApplied(ctx, name); err != nil {
+		return "", fmt.Errorf("add database %s: %w", name, err)
+	}
 	return fmt.Sprintf("%s:%s@tcp(%s)/%s?parseTime=true", appUser, appPassword, s.MySQL().Addr(), name), nil
+}
+
+// grantApplied returns once every other running Galera node has applied
+// the grant on database name. The first node returns from a GRANT once
+// the cluster has ordered it; the others apply it a moment later, and a
+// connection to one of them meanwhile is refused the database (TestGalera
+// in CI: "Access denied … to database"). A read with wsrep_sync_wait
+// waits until its node has applied all the cluster committed before it.
+func (s *Stack) grantApplied(ctx context.Context, name string) error {
+	for _, n := range s.MySQLNodes() {
+		if n == s.MySQL() || !n.galera() || !n.Running() {
+			continue
+		}
+		err := withDB(ctx, rootDSN(n), func(db *sql.DB) error {
+			var grants int
+			if err := db.QueryRowContext(ctx, "SET STATEMENT wsrep_sync_wait = 1 FOR SELECT COUNT(*) FROM mysql.db WHERE Db = ? AND User = ?",
+				name, appUser).Scan(&grants); err != nil {
+				return err
+			}
+			if grants == 0 {
+				return fmt.Errorf("no grant on it after the cluster's writes were applied")
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", n.Name, err)
+		}
+	}
+	return nil
 }
 
 // DropDatabase drops a database AddDatabase made.
