@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // A stack with Config.Galera runs MariaDB as a three-node Galera cluster
@@ -252,11 +253,20 @@ func (p *Proc) startNode(ctx context.Context, fresh bool) error {
 	return p.launch(ctx, fresh)
 }
 
-// joinAttempts bounds how often join launches a joiner that aborted.
-const joinAttempts = 3
+// joinAttempts bounds how often join launches a joiner that aborted, and
+// joinRetryWait is how long it waits before the next launch: longer than
+// evs.inactive_timeout (galeraTimeouts), so that the members have
+// dropped every trace of the aborted incarnation and whatever view
+// change or state transfer it was part of has settled. Launched again at
+// once, a joiner aborted the same way three times in a row within 5 s
+// (TestGalera in CI, each time right after an IST from the same donor).
+const (
+	joinAttempts  = 4
+	joinRetryWait = 7 * time.Second
+)
 
 // join launches p as a joiner of the running cluster, again if it
-// aborted during start-up, up to joinAttempts in all, as MariaDB's own
+// aborted during start-up (after joinRetryWait), up to joinAttempts in all, as MariaDB's own
 // service unit does (Restart=on-abort). A joiner that the others do not
 // take into a primary component in time sees a non-primary view of
 // itself alone, leaves and aborts, with its data untouched; on a busy
@@ -269,7 +279,10 @@ func (p *Proc) join(ctx context.Context, fresh bool) error {
 		if err == nil || attempt == joinAttempts || !aborted(err) || ctx.Err() != nil {
 			return err
 		}
-		p.s.log.Warn("the joiner aborted during start-up; starting it again", "proc", p.Name, "attempt", attempt, "err", err)
+		p.s.log.Warn("the joiner aborted during start-up; starting it again", "proc", p.Name, "attempt", attempt, "in", joinRetryWait, "err", err)
+		if !sleep(ctx, joinRetryWait) {
+			return err
+		}
 	}
 }
 
