@@ -80,3 +80,50 @@ func BenchmarkShipClicks(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkShipTailClicks ships what an instance's shipper ships from a
+// long tail: batches of 5,000 clicks (a second of one instance at 5,000
+// redirects a second) picked uniformly from 200,000 links, journaled by
+// code as the redirect path journals them, each with nginx's request ID,
+// a referrer, analytics and a new visitor. Nearly every click is its
+// link's only one in the batch, so every row it adds to is its own: the
+// cost per click that does not shrink with batching (ns/click).
+//
+//	SHORTENER_INTEGRATION=1 go test -run '^$' -bench BenchmarkShipTailClicks -benchtime 20x ./store
+func BenchmarkShipTailClicks(b *testing.B) {
+	st := openStore(b, database(b))
+	ctx := context.Background()
+	if err := st.Migrate(ctx, 30*time.Second); err != nil {
+		b.Fatal(err)
+	}
+	const links, batch = 200_000, 5000
+	now := time.Now().UTC()
+	ls := make([]shortener.Link, links)
+	for i := range ls {
+		ls[i] = shortener.Link{ID: int64(-1 - i), Code: fmt.Sprintf("tail%d", i), URL: "https://example.com/", Redirect: 302, CreatedAt: now}
+	}
+	if _, err := st.Import(ctx, ls); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	pos := int64(0)
+	for b.Loop() {
+		cs := make([]shortener.Click, batch)
+		at := time.Now().UTC()
+		for i := range cs {
+			var id [16]byte
+			binary.LittleEndian.PutUint64(id[:], rng.Uint64())
+			binary.LittleEndian.PutUint64(id[8:], rng.Uint64())
+			l := ls[rng.IntN(links)]
+			cs[i] = shortener.Click{LinkID: l.ID, Code: l.Code, At: at, Referrer: "t.co",
+				Request: shortener.ClickRequest{At: at.UnixMilli(), ID: id}, Analyzed: true,
+				Dims: shortener.ClickDims{Country: [2]byte{'U', 'S'}, Browser: 1, OS: 1, Visitor: rng.Uint64() | 1}}
+		}
+		bt := shortener.ClickBatch{Journal: 1, Node: 1, Segment: 1, From: pos, To: pos + 1, Clicks: cs}
+		if applied, _, _, err := st.ShipClicks(ctx, bt); err != nil || !applied {
+			b.Fatalf("ship: %v, %v", applied, err)
+		}
+		pos++
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/click")
+}
