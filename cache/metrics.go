@@ -20,6 +20,7 @@ type metrics struct {
 	l1Hit, l1NegHit, l1Miss prometheus.Counter
 	redis                   *prometheus.CounterVec // role, result: hit, miss, error, skipped
 	redisWait               prometheus.Histogram   // seconds a lookup spent on Redis
+	readKeys                prometheus.Histogram   // keys per MGET of the lookups
 	stalls                  prometheus.Histogram   // seconds the stall probe's timer fired late
 	fills                   *prometheus.CounterVec // result: ok, error, skipped, dropped
 	origin                  *prometheus.CounterVec // result: found, not_found, error (one per query)
@@ -107,6 +108,11 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 			Help:    "Time a lookup spent on Redis (a replica read, the wait for a connection included), which the Redis deadline bounds; the buckets are fractions and multiples of that deadline.",
 			Buckets: inDeadlines(waitBuckets),
 		}),
+		readKeys: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "shortener_redis_lookup_batch_keys",
+			Help:    "Keys per MGET sent for lookups: concurrent lookups that reach Redis share a round trip (cache/reads.go).",
+			Buckets: []float64{1, 2, 4, 8, 16, 32, 64},
+		}),
 		stalls: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "shortener_stall_seconds",
 			Help:    "How late a timer set every 10 ms fired in this process: time it could not run (a busy host, a stalled VM, a long GC). A lookup in flight counts such a stall in shortener_redis_lookup_duration_seconds; the buckets are the same fractions and multiples of the Redis deadline.",
@@ -145,7 +151,7 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 			Help: "Admitted creates counted against the shared rate limits in Redis, off the request path: ok, error, skipped (write breaker not closed), dropped (queue full).",
 		}, []string{"result"}),
 	}
-	for _, c := range []prometheus.Collector{m.lookups, m.l1, m.redis, m.redisWait, m.stalls, m.fills, m.origin, m.shared,
+	for _, c := range []prometheus.Collector{m.lookups, m.l1, m.redis, m.redisWait, m.readKeys, m.stalls, m.fills, m.origin, m.shared,
 		m.events, m.pending, m.replayed, m.invalidated, m.limits} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

@@ -55,23 +55,22 @@ end
 return written
 `)
 
-// lookupRedis reads code from a replica, when the read breaker allows it;
-// fromRedis counts the outcome.
-func (c *Cache) lookupRedis(ctx context.Context, code string) (shortener.Link, string) {
-	if !c.read.Breaker().Allow() {
-		return shortener.Link{}, resultSkipped
-	}
+// lookupRedis reads code from a replica, in an MGET shared with the
+// lookups that reach Redis meanwhile (reads.go), when the read breaker
+// allows that MGET; fromRedis counts the outcome.
+func (c *Cache) lookupRedis(_ context.Context, code string) (shortener.Link, string) {
 	began := time.Now()
-	val, err := sentinel.Run(ctx, c.read, func(ctx context.Context, r *redis.Client) (string, error) {
-		return r.Get(ctx, key(code)).Result()
-	})
-	c.m.redisWait.Observe(time.Since(began).Seconds())
-	switch {
-	case errors.Is(err, redis.Nil):
-		return shortener.Link{}, resultMiss
-	case err != nil:
+	val, res, err := c.reads.get(key(code))
+	if res != resultSkipped {
+		c.m.redisWait.Observe(time.Since(began).Seconds())
+	}
+	switch res {
+	case resultHit:
+	case resultError:
 		c.log.Debug("redis lookup failed", "code", code, "err", err)
-		return shortener.Link{}, resultError
+		return shortener.Link{}, res
+	default:
+		return shortener.Link{}, res
 	}
 	l, err := decode(code, val)
 	if err != nil {

@@ -77,13 +77,28 @@ func (c *Client) Close() error { return c.rdb.Close() }
 // answer), or a failure. fn's error is returned as it is. The caller must
 // hold a permit from c.Breaker().Allow.
 func Run[T any](ctx context.Context, c *Client, fn func(context.Context, *redis.Client) (T, error)) (T, error) {
+	return RunN(ctx, c, 1, fn)
+}
+
+// RunN is Run for a call that stands for n callers' calls (an MGET of n
+// lookups' keys): while the breaker is closed its outcome counts n times,
+// so the breaker opens after as many failed lookups as it would if each
+// had made its own call; half-open, it counts once, as the trial call its
+// permit allowed.
+func RunN[T any](ctx context.Context, c *Client, n int, fn func(context.Context, *redis.Client) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
 	defer cancel()
 	v, err := fn(ctx, c.rdb)
+	outcome := err
 	if errors.Is(err, redis.Nil) {
-		c.breaker.record(nil)
-	} else {
-		c.breaker.record(err)
+		outcome = nil
+	}
+	c.breaker.record(outcome)
+	for range n - 1 {
+		if !c.breaker.IsClosed() {
+			break
+		}
+		c.breaker.record(outcome)
 	}
 	return v, err
 }

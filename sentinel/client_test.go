@@ -52,6 +52,41 @@ func TestRunFailureOpensBreaker(t *testing.T) {
 	}
 }
 
+// TestRunNCountsEachCaller: a failed call that stands for n lookups counts
+// n failures while the breaker is closed, so a breaker that opens after 5
+// failed lookups opens after one failed call of 5 (and not after one of
+// 4); a successful one counts n successes.
+func TestRunNCountsEachCaller(t *testing.T) {
+	m, err := NewMetrics(prometheus.NewRegistry(), "test_breaker", "the test's breaker", "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig()
+	cfg.BreakerFailures, cfg.BreakerWindow, cfg.BreakerSuccesses, cfg.BreakerDelay = 5, 10, 1, time.Hour
+	c := NewClient(cfg, Master, NewBreaker(cfg, "b", m, quietLog()))
+	t.Cleanup(func() { c.Close() })
+	fail := errors.New("down")
+	call := func(n int, err error) {
+		t.Helper()
+		if !c.Breaker().Allow() {
+			t.Fatalf("breaker %s refused a call", c.Breaker().State())
+		}
+		RunN(context.Background(), c, n, func(context.Context, *redis.Client) (int, error) { return 0, err }) //nolint:errcheck // the breaker is what is tested
+	}
+	call(4, fail)
+	if got := c.Breaker().State(); got != "closed" {
+		t.Fatalf("after one failed call of 4: %s, want closed", got)
+	}
+	call(6, nil) // 4 failures and 6 successes: the window of 10 is full, 40% failed
+	if got := c.Breaker().State(); got != "closed" {
+		t.Fatalf("after a successful call of 6: %s, want closed", got)
+	}
+	call(5, fail) // the last 10: 5 failures
+	if got := c.Breaker().State(); got != "open" {
+		t.Errorf("after a failed call of 5: %s, want open", got)
+	}
+}
+
 // TestRunDetachesCancellation: a caller that hangs up does not cut the
 // call short (it would count against Redis), and the call still has its
 // own deadline.

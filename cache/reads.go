@@ -1,0 +1,173 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"shortener/sentinel"
+)
+
+// Lookups that reach Redis at the same time share round trips. A round
+// trip over TCP costs the app and Redis a write and a read system call
+// each and a wake-up on both sides, whatever it carries; on a loaded host
+// that is most of a Redis hit's CPU (BenchmarkLookupRedis), and a long
+// tail of links makes nearly every redirect a Redis hit.
+//
+// So a lookup sends its key itself, as an MGET of one key, when fewer
+// than readLanes MGETs are in flight; otherwise it queues. A lookup whose
+// MGET is answered hands the queue, up to maxReadKeys keys, to the first
+// lookup in it, which sends them as the next MGET, and then wakes the
+// lookups it answered. No goroutine of its own and no hand-off when
+// lookups do not overlap (a hand-off to a lane goroutine tripled the CPU
+// of a lone lookup: BenchmarkLookupRedis/serial), and a queued lookup
+// waits only while readLanes MGETs are in flight, as it waited for a
+// pooled connection before. An MGET takes one permit of the read
+// breaker, and its outcome counts once per key while the breaker is
+// closed (sentinel.RunN): a dead replica opens it after as many failed
+// lookups as before.
+
+const (
+	// readLanes is how many MGETs of lookups may be in flight at once.
+	readLanes = 4
+	// maxReadKeys bounds the keys of one MGET.
+	maxReadKeys = 64
+)
+
+// readCall is one lookup: its key and, once done is signalled, either its
+// answer or, with lead set, the batch it is to send.
+type readCall struct {
+	key  string
+	val  string
+	res  string // resultHit, resultMiss, resultError or resultSkipped
+	err  error  // why, with resultError
+	lead []*readCall
+	done chan struct{}
+}
+
+var readCalls = sync.Pool{New: func() any { return &readCall{done: make(chan struct{}, 1)} }}
+
+// errShortReply is an MGET that answered fewer values than it was asked.
+var errShortReply = errors.New("redis: MGET answered fewer values than keys")
+
+// reads batches lookups into MGETs on the replicas' client.
+type reads struct {
+	client *sentinel.Client
+	keys   func(n int) // observes each MGET's key count (metrics)
+
+	mu       sync.Mutex
+	inflight int         // MGETs sent and not yet handed on
+	queue    []*readCall // lookups waiting for an MGET
+}
+
+func newReads(client *sentinel.Client, keys func(n int)) *reads {
+	return &reads{client: client, keys: keys}
+}
+
+// get reads key from a replica. res is resultHit (val is the value),
+// resultMiss, resultError (err says why) or resultSkipped (the read
+// breaker refused).
+func (r *reads) get(key string) (val, res string, err error) {
+	c := readCalls.Get().(*readCall)
+	c.key = key
+	r.mu.Lock()
+	if r.inflight < readLanes {
+		r.inflight++
+		batch := append(r.take(), c)
+		r.mu.Unlock()
+		r.send(batch)
+	} else {
+		r.queue = append(r.queue, c)
+		r.mu.Unlock()
+		<-c.done
+		if c.lead != nil {
+			r.send(c.lead)
+		}
+	}
+	val, res, err = c.val, c.res, c.err
+	*c = readCall{done: c.done}
+	readCalls.Put(c)
+	return val, res, err
+}
+
+// take removes up to maxReadKeys-1 lookups from the queue (r.mu held):
+// room for one more.
+func (r *reads) take() []*readCall {
+	n := min(len(r.queue), maxReadKeys-1)
+	batch := make([]*readCall, n, n+1)
+	copy(batch, r.queue)
+	r.queue = append(r.queue[:0], r.queue[n:]...)
+	return batch
+}
+
+// send sends batch as one MGET, hands the queue on (or gives back the
+// in-flight slot) and wakes the lookups of batch but the caller, which
+// is batch's last.
+func (r *reads) send(batch []*readCall) {
+	r.mget(batch)
+	r.mu.Lock()
+	if len(r.queue) > 0 {
+		next := r.take()
+		r.mu.Unlock()
+		leader := next[len(next)-1]
+		leader.lead = next
+		leader.done <- struct{}{}
+	} else {
+		r.inflight--
+		r.mu.Unlock()
+	}
+	for _, c := range batch[:len(batch)-1] {
+		c.done <- struct{}{}
+	}
+}
+
+// mget answers batch's lookups with one MGET of their keys.
+func (r *reads) mget(batch []*readCall) {
+	if !r.client.Breaker().Allow() {
+		for _, c := range batch {
+			c.res = resultSkipped
+		}
+		return
+	}
+	r.keys(len(batch))
+	if len(batch) == 1 {
+		// A lone key: GET, whose reply is cheaper to read than an
+		// MGET's array.
+		c := batch[0]
+		val, err := sentinel.Run(context.Background(), r.client, func(ctx context.Context, rdb *redis.Client) (string, error) {
+			return rdb.Get(ctx, c.key).Result()
+		})
+		switch {
+		case errors.Is(err, redis.Nil):
+			c.res = resultMiss
+		case err != nil:
+			c.res, c.err = resultError, err
+		default:
+			c.res, c.val = resultHit, val
+		}
+		return
+	}
+	keys := make([]string, len(batch))
+	for i, c := range batch {
+		keys[i] = c.key
+	}
+	vals, err := sentinel.RunN(context.Background(), r.client, len(batch), func(ctx context.Context, rdb *redis.Client) ([]any, error) {
+		return rdb.MGet(ctx, keys...).Result()
+	})
+	for i, c := range batch {
+		switch {
+		case err != nil:
+			c.res, c.err = resultError, err
+		case i >= len(vals):
+			c.res, c.err = resultError, errShortReply
+		default:
+			if s, ok := vals[i].(string); ok {
+				c.res, c.val = resultHit, s
+			} else {
+				c.res = resultMiss
+			}
+		}
+	}
+}
