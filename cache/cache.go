@@ -176,7 +176,7 @@ func New(cfg Config, origin Origin, outbox Outbox, log *slog.Logger, reg prometh
 	c.l1 = newL1(cfg.L1Size, cfg.L1Bytes, cfg.L1TTL, cfg.L1NegativeTTL, func() time.Time { return c.now() })
 	c.read = sentinel.NewClient(cfg.Redis, sentinel.Replicas, sentinel.NewBreaker(cfg.Redis, breakerRead, m.breakers, log))
 	c.write = sentinel.NewClient(cfg.Redis, sentinel.Master, sentinel.NewBreaker(cfg.Redis, breakerWrite, m.breakers, log))
-	c.reads = newReads(c.read, func(n int) { m.readKeys.Observe(float64(n)) })
+	c.reads = newReads(c.read, cfg.Redis.Timeout, func(n int) { m.readKeys.Observe(float64(n)) })
 	return c, nil
 }
 

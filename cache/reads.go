@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -24,7 +25,8 @@ import (
 // lookups do not overlap (a hand-off to a lane goroutine tripled the CPU
 // of a lone lookup: BenchmarkLookupRedis/serial), and a queued lookup
 // waits only while readLanes MGETs are in flight, as it waited for a
-// pooled connection before. An MGET takes one permit of the read
+// pooled connection before, and within its own deadline: an MGET is due
+// by the earliest deadline of the lookups it carries. An MGET takes one permit of the read
 // breaker, and its outcome counts once per key while the breaker is
 // closed (sentinel.RunN): a dead replica opens it after as many failed
 // lookups as before.
@@ -41,8 +43,9 @@ const (
 type readCall struct {
 	key  string
 	val  string
-	res  string // resultHit, resultMiss, resultError or resultSkipped
-	err  error  // why, with resultError
+	res  string    // resultHit, resultMiss, resultError or resultSkipped
+	err  error     // why, with resultError
+	due  time.Time // the lookup's deadline
 	lead []*readCall
 	done chan struct{}
 }
@@ -52,18 +55,23 @@ var readCalls = sync.Pool{New: func() any { return &readCall{done: make(chan str
 // errShortReply is an MGET that answered fewer values than it was asked.
 var errShortReply = errors.New("redis: MGET answered fewer values than keys")
 
+// errQueueTimeout answers a lookup whose deadline passed while it queued
+// behind MGETs that hung: it is not sent.
+var errQueueTimeout = errors.New("redis: lookup deadline passed while queued")
+
 // reads batches lookups into MGETs on the replicas' client.
 type reads struct {
-	client *sentinel.Client
-	keys   func(n int) // observes each MGET's key count (metrics)
+	client  *sentinel.Client
+	timeout time.Duration // each lookup's deadline, its wait in the queue included
+	keys    func(n int)   // observes each MGET's key count (metrics)
 
 	mu       sync.Mutex
 	inflight int         // MGETs sent and not yet handed on
 	queue    []*readCall // lookups waiting for an MGET
 }
 
-func newReads(client *sentinel.Client, keys func(n int)) *reads {
-	return &reads{client: client, keys: keys}
+func newReads(client *sentinel.Client, timeout time.Duration, keys func(n int)) *reads {
+	return &reads{client: client, timeout: timeout, keys: keys}
 }
 
 // get reads key from a replica. res is resultHit (val is the value),
@@ -71,7 +79,7 @@ func newReads(client *sentinel.Client, keys func(n int)) *reads {
 // breaker refused).
 func (r *reads) get(key string) (val, res string, err error) {
 	c := readCalls.Get().(*readCall)
-	c.key = key
+	c.key, c.due = key, time.Now().Add(r.timeout)
 	r.mu.Lock()
 	if r.inflight < readLanes {
 		r.inflight++
@@ -123,8 +131,34 @@ func (r *reads) send(batch []*readCall) {
 	}
 }
 
-// mget answers batch's lookups with one MGET of their keys.
+// mget answers batch's lookups with one MGET of their keys, due by the
+// earliest of their deadlines: a lookup waits one deadline in all, its
+// time in the queue included. Those whose deadline passed in the queue
+// are answered with an error and not sent.
 func (r *reads) mget(batch []*readCall) {
+	now := time.Now()
+	var due time.Time
+	expired := 0
+	for _, c := range batch {
+		switch {
+		case !now.Before(c.due):
+			c.res, c.err = resultError, errQueueTimeout
+			expired++
+		case due.IsZero() || c.due.Before(due):
+			due = c.due
+		}
+	}
+	if expired > 0 {
+		live := make([]*readCall, 0, len(batch)-expired)
+		for _, c := range batch {
+			if c.err == nil {
+				live = append(live, c)
+			}
+		}
+		if batch = live; len(batch) == 0 {
+			return
+		}
+	}
 	if !r.client.Breaker().Allow() {
 		for _, c := range batch {
 			c.res = resultSkipped
@@ -136,7 +170,7 @@ func (r *reads) mget(batch []*readCall) {
 		// A lone key: GET, whose reply is cheaper to read than an
 		// MGET's array.
 		c := batch[0]
-		val, err := sentinel.Run(context.Background(), r.client, func(ctx context.Context, rdb *redis.Client) (string, error) {
+		val, err := sentinel.RunN(context.Background(), r.client, 1, due, func(ctx context.Context, rdb *redis.Client) (string, error) {
 			return rdb.Get(ctx, c.key).Result()
 		})
 		switch {
@@ -153,7 +187,7 @@ func (r *reads) mget(batch []*readCall) {
 	for i, c := range batch {
 		keys[i] = c.key
 	}
-	vals, err := sentinel.RunN(context.Background(), r.client, len(batch), func(ctx context.Context, rdb *redis.Client) ([]any, error) {
+	vals, err := sentinel.RunN(context.Background(), r.client, len(batch), due, func(ctx context.Context, rdb *redis.Client) ([]any, error) {
 		return rdb.MGet(ctx, keys...).Result()
 	})
 	for i, c := range batch {

@@ -2,10 +2,14 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"shortener"
 	"shortener/internal/poll"
@@ -94,4 +98,35 @@ func TestLookupsShareMGETs(t *testing.T) {
 	if c.reads.inflight != 0 || len(c.reads.queue) != 0 {
 		t.Errorf("after: %d in flight, %d queued; want none", c.reads.inflight, len(c.reads.queue))
 	}
+}
+
+// TestQueuedLookupPastDeadline: a lookup whose deadline passed while it
+// queued is answered with an error and not sent; the rest of its batch
+// is (here to a closed port: an error of its own).
+func TestQueuedLookupPastDeadline(t *testing.T) {
+	c := newOfflineCache(t, testLinks(1), testConfig())
+	past := &readCall{key: key("a"), due: time.Now().Add(-time.Millisecond)}
+	live := &readCall{key: key("b"), due: time.Now().Add(time.Minute)}
+	c.reads.mget([]*readCall{past, live})
+	if past.res != resultError || !errors.Is(past.err, errQueueTimeout) {
+		t.Errorf("past its deadline: %s, %v; want %s, %v", past.res, past.err, resultError, errQueueTimeout)
+	}
+	if live.res != resultError || live.err == nil || errors.Is(live.err, errQueueTimeout) {
+		t.Errorf("within its deadline: %s, %v; want the closed port's error", live.res, live.err)
+	}
+	if n := histogramCount(t, c.m.readKeys); n != 1 {
+		t.Errorf("%d MGETs sent, want 1", n)
+	}
+	if sum := histogramSum(t, c.m.readKeys); sum != 1 {
+		t.Errorf("%g keys sent, want 1", sum)
+	}
+}
+
+func histogramSum(tb testing.TB, h prometheus.Histogram) float64 {
+	tb.Helper()
+	var m dto.Metric
+	if err := h.Write(&m); err != nil {
+		tb.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleSum()
 }

@@ -77,16 +77,21 @@ func (c *Client) Close() error { return c.rdb.Close() }
 // answer), or a failure. fn's error is returned as it is. The caller must
 // hold a permit from c.Breaker().Allow.
 func Run[T any](ctx context.Context, c *Client, fn func(context.Context, *redis.Client) (T, error)) (T, error) {
-	return RunN(ctx, c, 1, fn)
+	return RunN(ctx, c, 1, time.Time{}, fn)
 }
 
 // RunN is Run for a call that stands for n callers' calls (an MGET of n
-// lookups' keys): while the breaker is closed its outcome counts n times,
-// so the breaker opens after as many failed lookups as it would if each
-// had made its own call; half-open, it counts once, as the trial call its
-// permit allowed.
-func RunN[T any](ctx context.Context, c *Client, n int, fn func(context.Context, *redis.Client) (T, error)) (T, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
+// lookups' keys), due by deadline if that is before the client's own
+// deadline from now (the zero time: no earlier): while the breaker is
+// closed its outcome counts n times, so the breaker opens after as many
+// failed lookups as it would if each had made its own call; half-open,
+// it counts once, as the trial call its permit allowed.
+func RunN[T any](ctx context.Context, c *Client, n int, deadline time.Time, fn func(context.Context, *redis.Client) (T, error)) (T, error) {
+	due := time.Now().Add(c.timeout)
+	if !deadline.IsZero() && deadline.Before(due) {
+		due = deadline
+	}
+	ctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), due)
 	defer cancel()
 	v, err := fn(ctx, c.rdb)
 	outcome := err

@@ -71,7 +71,7 @@ func TestRunNCountsEachCaller(t *testing.T) {
 		if !c.Breaker().Allow() {
 			t.Fatalf("breaker %s refused a call", c.Breaker().State())
 		}
-		RunN(context.Background(), c, n, func(context.Context, *redis.Client) (int, error) { return 0, err }) //nolint:errcheck // the breaker is what is tested
+		RunN(context.Background(), c, n, time.Time{}, func(context.Context, *redis.Client) (int, error) { return 0, err }) //nolint:errcheck // the breaker is what is tested
 	}
 	call(4, fail)
 	if got := c.Breaker().State(); got != "closed" {
