@@ -189,7 +189,7 @@ func (a *clickAnalytics) write(ctx context.Context, tx *sql.Tx, seen *seenVisito
 	return mergeVisitors(ctx, tx, sketches)
 }
 
-func upsertDims(ctx context.Context, tx execer, dims map[dimSetKey]int64) error {
+func upsertDims(ctx context.Context, tx *sql.Tx, dims map[dimSetKey]int64) error {
 	if len(dims) == 0 {
 		return nil
 	}
@@ -204,7 +204,7 @@ func upsertDims(ctx context.Context, tx execer, dims map[dimSetKey]int64) error 
 	for _, k := range keys {
 		args = append(args, k.link, k.day, k.values[0], k.values[1], k.values[2], k.values[3], dims[k])
 	}
-	if _, err := insertValues(ctx, tx, "INSERT INTO click_dim_sets (link_id, day, country, browser, os, device, clicks) VALUES ", "(?,?,?,?,?,?,?)",
+	if err := upsertRows(ctx, tx, "INSERT INTO click_dim_sets (link_id, day, country, browser, os, device, clicks) VALUES ", "(?,?,?,?,?,?,?)",
 		" ON DUPLICATE KEY UPDATE clicks = clicks + VALUES(clicks)", args); err != nil {
 		return fmt.Errorf("add click dimensions: %w", err)
 	}
@@ -282,7 +282,7 @@ func mergeVisitorChunk(ctx context.Context, tx *sql.Tx, keys []visitorKey, sketc
 		}
 		args = append(args, k.link, k.period, k.start, blob)
 	}
-	if _, err := insertValues(ctx, tx, "INSERT INTO click_visitors (link_id, period, start, sketch) VALUES ", "(?,?,?,?)",
+	if err := upsertRows(ctx, tx, "INSERT INTO click_visitors (link_id, period, start, sketch) VALUES ", "(?,?,?,?)",
 		" ON DUPLICATE KEY UPDATE sketch = VALUES(sketch)", args); err != nil {
 		return fmt.Errorf("write visitor sketches: %w", err)
 	}

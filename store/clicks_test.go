@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -356,5 +357,56 @@ func TestNothingPinnedInTheFuture(t *testing.T) {
 	}
 	if stored.After(now.Add(time.Minute)) {
 		t.Errorf("journal 61 caught up at %v, an hour ahead of %v: a clock that jumped pinned it", stored, now)
+	}
+}
+
+// TestShipClicksManyLinks: a batch whose clicks make more rows than one
+// prepared statement carries (upsertRows: preparedRows a statement, the
+// rest as text) counts every click once, in every table: 1,234 links,
+// each clicked once, twice or three times by as many visitors, twice
+// over (the second batch adds to the rows the first made).
+func TestShipClicksManyLinks(t *testing.T) {
+	st := migrated(t)
+	ctx := context.Background()
+	const n = 1234
+	day := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
+	ls := make([]shortener.Link, n)
+	for i := range ls {
+		ls[i] = shortener.Link{ID: int64(-1 - i), Code: fmt.Sprintf("many%d", i), URL: "https://example.com/", Redirect: 302, CreatedAt: day}
+	}
+	if _, err := st.Import(ctx, ls); err != nil {
+		t.Fatal(err)
+	}
+	at := day.Add(9*time.Hour + 30*time.Minute)
+	batch := func(from int64, visitor uint64) shortener.ClickBatch {
+		b := shortener.ClickBatch{Journal: 11, Node: 1, Segment: 1, From: from, To: from + 1}
+		for i, l := range ls {
+			for v := range i%3 + 1 {
+				b.Clicks = append(b.Clicks, shortener.Click{LinkID: l.ID, At: at, Referrer: "t.co", Analyzed: true,
+					Dims: shortener.ClickDims{Country: [2]byte{'D', 'E'}, Browser: 1, OS: 1, Visitor: (visitor+uint64(v))*0x9E3779B97F4A7C15 | 1}}) // spread, as hashes are
+			}
+		}
+		return b
+	}
+	for i, b := range []shortener.ClickBatch{batch(0, 100), batch(1, 200)} {
+		if applied, _, _, err := st.ShipClicks(ctx, b); err != nil || !applied {
+			t.Fatalf("batch %d: %v, %v", i, applied, err)
+		}
+	}
+	for i, l := range ls {
+		want := int64(2 * (i%3 + 1))
+		s, err := st.ClickStats(ctx, l.ID, day, day.Add(24*time.Hour), false, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Total != want || s.Series[9].Clicks != want {
+			t.Fatalf("%s: total %d, 09:00 %d; want %d", l.Code, s.Total, s.Series[9].Clicks, want)
+		}
+		if len(s.Referrers) != 1 || s.Referrers[0].Clicks != want || s.Dims["country"]["DE"] != want {
+			t.Fatalf("%s: referrers %+v, countries %v; want t.co and DE %d", l.Code, s.Referrers, s.Dims["country"], want)
+		}
+		if s.Visitors != want || s.Series[9].Visitors != want {
+			t.Fatalf("%s: %d visitors, %d at 09:00; want %d", l.Code, s.Visitors, s.Series[9].Visitors, want)
+		}
 	}
 }
