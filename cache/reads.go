@@ -17,23 +17,26 @@ import (
 // that is most of a Redis hit's CPU (BenchmarkLookupRedis), and a long
 // tail of links makes nearly every redirect a Redis hit.
 //
-// So a lookup sends its key itself, as an MGET of one key, when fewer
-// than readLanes MGETs are in flight; otherwise it queues. A lookup whose
-// MGET is answered hands the queue, up to maxReadKeys keys, to the first
-// lookup in it, which sends them as the next MGET, and then wakes the
-// lookups it answered. No goroutine of its own and no hand-off when
-// lookups do not overlap (a hand-off to a lane goroutine tripled the CPU
-// of a lone lookup: BenchmarkLookupRedis/serial), and a queued lookup
-// waits only while readLanes MGETs are in flight, as it waited for a
-// pooled connection before, and within its own deadline: an MGET is due
-// by the earliest deadline of the lookups it carries. An MGET takes one permit of the read
-// breaker, and its outcome counts once per key while the breaker is
-// closed (sentinel.RunN): a dead replica opens it after as many failed
-// lookups as before.
+// So a lookup sends its key itself, as a GET, when fewer than readLanes
+// round trips are in flight; otherwise it queues. A lookup whose answer
+// comes back hands the queue, up to maxReadKeys keys, to the first
+// lookup in it, which sends them as one MGET, and then wakes the lookups
+// it answered. No goroutine of its own and no hand-off when lookups do
+// not overlap (a hand-off to lane goroutines tripled the CPU of a lone
+// lookup: BenchmarkLookupRedis/serial). A queued lookup waits for the
+// round trips ahead of it (one, unless more than maxReadKeys-1 lookups
+// queued before it), and within its own deadline: an
+// MGET is due by the earliest deadline of the lookups it carries. An
+// MGET takes one permit of the read breaker, and its outcome counts once
+// per key while the breaker is closed (sentinel.RunN): a dead replica
+// opens it after as many failed lookups as before.
 
 const (
-	// readLanes is how many MGETs of lookups may be in flight at once.
-	readLanes = 4
+	// readLanes is how many round trips of lookups may be in flight at
+	// once. Two rather than four: a uniform tail redirect cost 207-220 µs
+	// of CPU against 228-239 in interleaved bench rows, its p99 lower too
+	// (docs/bench/findings.md).
+	readLanes = 2
 	// maxReadKeys bounds the keys of one MGET.
 	maxReadKeys = 64
 )

@@ -88,8 +88,8 @@ func TestLookupsShareMGETs(t *testing.T) {
 			t.Errorf("%s: got %+v, want %+v", l.Code, got[i], l)
 		}
 	}
-	// The readLanes hung MGETs, then the 96 queued in at most
-	// ceil(96/(maxReadKeys-1)) more.
+	// The readLanes hung MGETs, then the n-readLanes queued in at most
+	// two more (maxReadKeys-1 and then the rest).
 	if sent, most := histogramCount(t, c.m.readKeys)-mgets, uint64(readLanes+2); sent > most {
 		t.Errorf("%d lookups took %d MGETs, want at most %d", n, sent, most)
 	}
