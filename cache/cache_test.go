@@ -591,9 +591,19 @@ func TestStallProbe(t *testing.T) {
 
 func histogramCount(tb testing.TB, h prometheus.Histogram) uint64 {
 	tb.Helper()
+	return histogramOf(tb, h).GetSampleCount()
+}
+
+func histogramSum(tb testing.TB, h prometheus.Histogram) float64 {
+	tb.Helper()
+	return histogramOf(tb, h).GetSampleSum()
+}
+
+func histogramOf(tb testing.TB, h prometheus.Histogram) *dto.Histogram {
+	tb.Helper()
 	var m dto.Metric
 	if err := h.Write(&m); err != nil {
 		tb.Fatal(err)
 	}
-	return m.GetHistogram().GetSampleCount()
+	return m.GetHistogram()
 }

@@ -8,9 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-
 	"shortener"
 	"shortener/internal/poll"
 	"shortener/internal/stack"
@@ -120,13 +117,4 @@ func TestQueuedLookupPastDeadline(t *testing.T) {
 	if sum := histogramSum(t, c.m.readKeys); sum != 1 {
 		t.Errorf("%g keys sent, want 1", sum)
 	}
-}
-
-func histogramSum(tb testing.TB, h prometheus.Histogram) float64 {
-	tb.Helper()
-	var m dto.Metric
-	if err := h.Write(&m); err != nil {
-		tb.Fatal(err)
-	}
-	return m.GetHistogram().GetSampleSum()
 }
