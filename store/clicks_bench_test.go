@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -155,4 +156,66 @@ func hostBusy(b *testing.B) time.Duration {
 		ticks += v
 	}
 	return time.Duration(ticks) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+}
+
+// BenchmarkRawClickAppend is the floor of a click storage that appends
+// each click as it comes and rolls clicks up later (issue 33's redesign,
+// not built): the clicks of BenchmarkShipTailClicks inserted one row a
+// click, in primary key order, into a table of the benchmark's own, in
+// one transaction a batch and statements of 500 rows. Read its
+// host-cpu-ns/click against BenchmarkShipTailClicks's, run interleaved:
+// the roll-up's own cost is not in it.
+//
+//	SHORTENER_INTEGRATION=1 go test -run '^$' -bench 'BenchmarkShipTailClicks|BenchmarkRawClickAppend' -benchtime 20x ./store
+func BenchmarkRawClickAppend(b *testing.B) {
+	db, err := sql.Open("mysql", database(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	if _, err := db.ExecContext(ctx, `CREATE TABLE raw_clicks (
+		journal_id BIGINT NOT NULL, position BIGINT NOT NULL, seq INT NOT NULL,
+		link_id BIGINT NOT NULL, at DATETIME(3) NOT NULL, referrer VARCHAR(255) NOT NULL,
+		country CHAR(2) NOT NULL, browser TINYINT NOT NULL, os TINYINT NOT NULL, device TINYINT NOT NULL,
+		visitor BIGINT UNSIGNED NOT NULL, request BINARY(16) NOT NULL,
+		PRIMARY KEY (journal_id, position, seq)) ENGINE=InnoDB`); err != nil {
+		b.Fatal(err)
+	}
+	const links, batch, chunk = 200_000, 5000, 500
+	row := "(?,?,?,?,?,?,?,?,?,?,?,?)"
+	q := "INSERT INTO raw_clicks VALUES " + row + strings.Repeat(","+row, chunk-1)
+	rng := rand.New(rand.NewPCG(3, 4))
+	pos := int64(0)
+	busy0 := hostBusy(b)
+	for b.Loop() {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err := tx.PrepareContext(ctx, q)
+		if err != nil {
+			b.Fatal(err)
+		}
+		at := time.Now().UTC()
+		for c := 0; c < batch; c += chunk {
+			args := make([]any, 0, 12*chunk)
+			for i := c; i < c+chunk; i++ {
+				var id [16]byte
+				binary.LittleEndian.PutUint64(id[:], rng.Uint64())
+				binary.LittleEndian.PutUint64(id[8:], rng.Uint64())
+				args = append(args, 1, pos, i, int64(-1-rng.IntN(links)), at, "t.co", "US", 1, 1, 0, rng.Uint64()|1, id[:])
+			}
+			if _, err := st.ExecContext(ctx, args...); err != nil {
+				b.Fatal(err)
+			}
+		}
+		st.Close()
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+		pos++
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/click")
+	b.ReportMetric(float64((hostBusy(b)-busy0).Nanoseconds())/float64(b.N*batch), "host-cpu-ns/click")
 }
