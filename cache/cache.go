@@ -112,7 +112,7 @@ type Cache struct {
 	tombstoneTTL time.Duration
 	l1           *l1
 	read         *sentinel.Client // replicas
-	reads        *reads           // lookups on read, batched
+	reads        *reads           // lookups' reads on read, sharing round trips
 	write        *sentinel.Client // master
 	origin       Origin
 	outbox       Outbox
@@ -252,7 +252,7 @@ func (c *Cache) Resolve(ctx context.Context, code string) (shortener.Link, error
 	res := resultSkipped
 	if !c.pending.has(code) {
 		var l shortener.Link
-		l, res = c.fromRedis(ctx, code)
+		l, res = c.fromRedis(code)
 		if res == resultHit {
 			c.gens.ifUnchanged(code, gen, func() { c.l1.put(l) })
 			return l, nil
@@ -287,8 +287,8 @@ const (
 )
 
 // fromRedis looks code up on a replica and says how it went.
-func (c *Cache) fromRedis(ctx context.Context, code string) (shortener.Link, string) {
-	l, res := c.lookupRedis(ctx, code)
+func (c *Cache) fromRedis(code string) (shortener.Link, string) {
+	l, res := c.lookupRedis(code)
 	c.m.redis.WithLabelValues(roleReplica, res).Inc()
 	return l, res
 }

@@ -531,7 +531,7 @@ func TestAddMany(t *testing.T) {
 	// Poll until the replica has the last one: replication is asynchronous.
 	for _, code := range []string{"bulk0", fmt.Sprintf("bulk%d", addBatch+3)} {
 		poll.Until(t, code+" on a replica", func() error {
-			l, res := c.fromRedis(ctx, code)
+			l, res := c.fromRedis(code)
 			if res != resultHit {
 				return fmt.Errorf("lookup: %s", res)
 			}

@@ -29,7 +29,7 @@ func BenchmarkLookupRedis(b *testing.B) {
 	}
 	// The replicas have them once one answers the last.
 	for {
-		if _, res := c.lookupRedis(ctx, links[n-1].Code); res == resultHit {
+		if _, res := c.lookupRedis(links[n-1].Code); res == resultHit {
 			break
 		}
 		time.Sleep(10 * time.Millisecond) // replication is asynchronous: let it catch up
@@ -38,7 +38,7 @@ func BenchmarkLookupRedis(b *testing.B) {
 		defer cpuPerOp(b)()
 		i := 0
 		for b.Loop() {
-			if _, res := c.lookupRedis(ctx, links[i%n].Code); res != resultHit {
+			if _, res := c.lookupRedis(links[i%n].Code); res != resultHit {
 				b.Fatal(res)
 			}
 			i++
@@ -50,7 +50,7 @@ func BenchmarkLookupRedis(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			i := 0
 			for pb.Next() {
-				if _, res := c.lookupRedis(ctx, links[i%n].Code); res != resultHit {
+				if _, res := c.lookupRedis(links[i%n].Code); res != resultHit {
 					b.Error(res)
 					return
 				}

@@ -105,7 +105,7 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 		}, []string{"role", "result"}),
 		redisWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "shortener_redis_lookup_duration_seconds",
-			Help:    "Time a lookup spent on Redis (a replica read, the wait for a connection included), which the Redis deadline bounds; the buckets are fractions and multiples of that deadline.",
+			Help:    "Time a lookup spent on Redis (a replica read, its wait for a round trip shared with other lookups included), which the Redis deadline bounds; the buckets are fractions and multiples of that deadline.",
 			Buckets: inDeadlines(waitBuckets),
 		}),
 		readKeys: prometheus.NewHistogram(prometheus.HistogramOpts{

@@ -24,7 +24,7 @@ import (
 // it answered. No goroutine of its own and no hand-off when lookups do
 // not overlap (a hand-off to lane goroutines tripled the CPU of a lone
 // lookup: BenchmarkLookupRedis/serial). A queued lookup waits for the
-// round trips ahead of it (one, unless more than maxReadKeys-1 lookups
+// round trips ahead of it (one, unless more than maxReadKeys lookups
 // queued before it), and within its own deadline: an
 // MGET is due by the earliest deadline of the lookups it carries. An
 // MGET takes one permit of the read breaker, and its outcome counts once
@@ -77,18 +77,20 @@ func newReads(client *sentinel.Client, timeout time.Duration, keys func(n int)) 
 	return &reads{client: client, timeout: timeout, keys: keys}
 }
 
-// get reads key from a replica. res is resultHit (val is the value),
+// get reads key from a replica for a lookup that began at began, which
+// its deadline counts from. res is resultHit (val is the value),
 // resultMiss, resultError (err says why) or resultSkipped (the read
 // breaker refused).
-func (r *reads) get(key string) (val, res string, err error) {
+func (r *reads) get(key string, began time.Time) (val, res string, err error) {
 	c := readCalls.Get().(*readCall)
-	c.key, c.due = key, time.Now().Add(r.timeout)
+	c.key, c.due = key, began.Add(r.timeout)
 	r.mu.Lock()
 	if r.inflight < readLanes {
+		// The queue is empty: a lookup queues only while every lane is
+		// in flight, and a lane is given back only with the queue empty.
 		r.inflight++
-		batch := append(r.take(), c)
 		r.mu.Unlock()
-		r.send(batch)
+		r.send([]*readCall{c})
 	} else {
 		r.queue = append(r.queue, c)
 		r.mu.Unlock()
@@ -103,11 +105,10 @@ func (r *reads) get(key string) (val, res string, err error) {
 	return val, res, err
 }
 
-// take removes up to maxReadKeys-1 lookups from the queue (r.mu held):
-// room for one more.
+// take removes up to maxReadKeys lookups from the queue (r.mu held).
 func (r *reads) take() []*readCall {
-	n := min(len(r.queue), maxReadKeys-1)
-	batch := make([]*readCall, n, n+1)
+	n := min(len(r.queue), maxReadKeys)
+	batch := make([]*readCall, n)
 	copy(batch, r.queue)
 	r.queue = append(r.queue[:0], r.queue[n:]...)
 	return batch

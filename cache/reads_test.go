@@ -31,7 +31,7 @@ func TestLookupsShareMGETs(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll.Until(t, "the replicas have the links", func() error {
-		if _, res := c.lookupRedis(ctx, links[n-absent-1].Code); res != resultHit {
+		if _, res := c.lookupRedis(links[n-absent-1].Code); res != resultHit {
 			return fmt.Errorf("last link: %s", res)
 		}
 		return nil
@@ -58,7 +58,7 @@ func TestLookupsShareMGETs(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got[i], res[i] = c.lookupRedis(ctx, links[i].Code)
+			got[i], res[i] = c.lookupRedis(links[i].Code)
 		}()
 	}
 	poll.Until(t, "every lookup past the lanes queued", func() error {
@@ -86,7 +86,7 @@ func TestLookupsShareMGETs(t *testing.T) {
 		}
 	}
 	// The readLanes hung MGETs, then the n-readLanes queued in at most
-	// two more (maxReadKeys-1 and then the rest).
+	// two more (maxReadKeys and then the rest).
 	if sent, most := histogramCount(t, c.m.readKeys)-mgets, uint64(readLanes+2); sent > most {
 		t.Errorf("%d lookups took %d MGETs, want at most %d", n, sent, most)
 	}

@@ -58,18 +58,16 @@ return written
 // lookupRedis reads code from a replica, in an MGET shared with the
 // lookups that reach Redis meanwhile (reads.go), when the read breaker
 // allows that MGET; fromRedis counts the outcome.
-func (c *Cache) lookupRedis(_ context.Context, code string) (shortener.Link, string) {
+func (c *Cache) lookupRedis(code string) (shortener.Link, string) {
 	began := time.Now()
-	val, res, err := c.reads.get(key(code))
+	val, res, err := c.reads.get(key(code), began)
 	if res != resultSkipped {
 		c.m.redisWait.Observe(time.Since(began).Seconds())
 	}
-	switch res {
-	case resultHit:
-	case resultError:
+	if res == resultError {
 		c.log.Debug("redis lookup failed", "code", code, "err", err)
-		return shortener.Link{}, res
-	default:
+	}
+	if res != resultHit {
 		return shortener.Link{}, res
 	}
 	l, err := decode(code, val)

@@ -66,12 +66,7 @@ func BenchmarkShipClicks(b *testing.B) {
 							Visitor: rng.Uint64() | 1}
 					}
 					if withRequests {
-						// Random like nginx's $request_id: what the driver
-						// escapes in a set depends on the bytes.
-						var id [16]byte
-						binary.LittleEndian.PutUint64(id[:], rng.Uint64())
-						binary.LittleEndian.PutUint64(id[8:], rng.Uint64())
-						cs[i].Request = shortener.ClickRequest{At: at.UnixMilli(), ID: id}
+						cs[i].Request = shortener.ClickRequest{At: at.UnixMilli(), ID: requestID(rng)}
 					}
 				}
 				bt := shortener.ClickBatch{Journal: journal, Node: 1, Segment: 1, From: pos, To: pos + 1, Clicks: cs}
@@ -116,12 +111,9 @@ func BenchmarkShipTailClicks(b *testing.B) {
 		cs := make([]shortener.Click, batch)
 		at := time.Now().UTC()
 		for i := range cs {
-			var id [16]byte
-			binary.LittleEndian.PutUint64(id[:], rng.Uint64())
-			binary.LittleEndian.PutUint64(id[8:], rng.Uint64())
 			l := ls[rng.IntN(links)]
 			cs[i] = shortener.Click{LinkID: l.ID, Code: l.Code, At: at, Referrer: "t.co",
-				Request: shortener.ClickRequest{At: at.UnixMilli(), ID: id}, Analyzed: true,
+				Request: shortener.ClickRequest{At: at.UnixMilli(), ID: requestID(rng)}, Analyzed: true,
 				Dims: shortener.ClickDims{Country: [2]byte{'U', 'S'}, Browser: 1, OS: 1, Visitor: rng.Uint64() | 1}}
 		}
 		bt := shortener.ClickBatch{Journal: 1, Node: 1, Segment: 1, From: pos, To: pos + 1, Clicks: cs}
@@ -132,6 +124,15 @@ func BenchmarkShipTailClicks(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/click")
 	b.ReportMetric(float64((hostBusy(b)-busy0).Nanoseconds())/float64(b.N*batch), "host-cpu-ns/click")
+}
+
+// requestID is random like nginx's $request_id: what the driver escapes
+// in a request set depends on the bytes.
+func requestID(rng *rand.Rand) [16]byte {
+	var id [16]byte
+	binary.LittleEndian.PutUint64(id[:], rng.Uint64())
+	binary.LittleEndian.PutUint64(id[8:], rng.Uint64())
+	return id
 }
 
 // hostBusy is the CPU time every process of the host has used since boot
@@ -201,9 +202,7 @@ func BenchmarkRawClickAppend(b *testing.B) {
 		for c := 0; c < batch; c += chunk {
 			args := make([]any, 0, 12*chunk)
 			for i := c; i < c+chunk; i++ {
-				var id [16]byte
-				binary.LittleEndian.PutUint64(id[:], rng.Uint64())
-				binary.LittleEndian.PutUint64(id[8:], rng.Uint64())
+				id := requestID(rng)
 				args = append(args, 1, pos, i, int64(-1-rng.IntN(links)), at, "t.co", "US", 1, 1, 0, rng.Uint64()|1, id[:])
 			}
 			if _, err := st.ExecContext(ctx, args...); err != nil {
