@@ -141,11 +141,12 @@ func (s *seenVisitors) remember(a *clickAnalytics) {
 	}
 }
 
-// add counts click c of link (its LinkID resolved) made at at (UTC).
-func (a *clickAnalytics) add(link int64, c shortener.Click, at time.Time) {
+// add counts a click of link made at at (UTC) with dimension values
+// values (clickValues) by visitor (0: none known).
+func (a *clickAnalytics) add(link int64, at time.Time, values [4]string, visitor uint64) {
 	day := time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC)
-	a.dims[dimSetKey{link, day, clickValues(c)}]++
-	if !c.Analyzed || c.Dims.Visitor == 0 {
+	a.dims[dimSetKey{link, day, values}]++
+	if visitor == 0 {
 		return
 	}
 	for _, k := range []visitorKey{{link, "hour", at.Truncate(time.Hour)}, {link, "day", day}} {
@@ -154,8 +155,17 @@ func (a *clickAnalytics) add(link int64, c shortener.Click, at time.Time) {
 			b = &batchVisitors{sketch: analytics.NewSketch()}
 			a.visitors[k] = b
 		}
-		b.add(c.Dims.Visitor)
+		b.add(visitor)
 	}
+}
+
+// clickVisitor is the visitor hash a click is counted under, 0 for none
+// (analytics off, or not derived).
+func clickVisitor(c shortener.Click) uint64 {
+	if !c.Analyzed {
+		return 0
+	}
+	return c.Dims.Visitor
 }
 
 // clickValues are a click's value of each dimension, in
@@ -293,7 +303,7 @@ func mergeVisitorChunk(ctx context.Context, tx *sql.Tx, keys []visitorKey, sketc
 // dimension counts of the whole UTC days [dayFrom, dayTo), and the unique
 // visitors of [from, to) by step (an hour or a day), per bucket of
 // st.Series and for the whole range (the buckets' sketches merged).
-func dimStats(ctx context.Context, q *sql.DB, linkID int64, dayFrom, dayTo, from, to time.Time, step time.Duration, st *shortener.ClickStats) error {
+func dimStats(ctx context.Context, q *sql.Tx, linkID int64, dayFrom, dayTo, from, to time.Time, step time.Duration, st *shortener.ClickStats) error {
 	st.Dims = make(map[string]map[string]int64, len(shortener.Dimensions))
 	for _, d := range shortener.Dimensions {
 		st.Dims[d] = map[string]int64{}
@@ -311,34 +321,56 @@ func dimStats(ctx context.Context, q *sql.DB, linkID int64, dayFrom, dayTo, from
 	if step == 24*time.Hour {
 		period = "day"
 	}
-	vrows, err := q.QueryContext(ctx, `SELECT start, sketch FROM click_visitors
-		WHERE link_id = ? AND period = ? AND start >= ? AND start < ?`, linkID, period, from, to)
+	// The buckets' sketches: the stored ones, with the visitors of the
+	// pending clicks added (a NULL sketch is a pending click's row).
+	vrows, err := q.QueryContext(ctx, `SELECT start, sketch, 0 FROM click_visitors WHERE link_id = ? AND period = ? AND start >= ? AND start < ?
+		UNION ALL SELECT at, NULL, visitor FROM click_pending WHERE link_id = ? AND at >= ? AND at < ? AND visitor <> 0`,
+		linkID, period, from, to, linkID, from, to)
 	if err != nil {
 		return fmt.Errorf("read visitor sketches: %w", err)
 	}
 	defer vrows.Close()
-	all := analytics.NewSketch()
+	buckets := make([]*analytics.Sketch, len(st.Series))
 	for vrows.Next() {
 		var (
-			start time.Time
-			blob  []byte
+			start   time.Time
+			blob    []byte
+			visitor uint64
 		)
-		if err := vrows.Scan(&start, &blob); err != nil {
+		if err := vrows.Scan(&start, &blob, &visitor); err != nil {
 			return fmt.Errorf("read visitor sketches: %w", err)
+		}
+		i := int(start.UTC().Sub(from) / step)
+		if i < 0 || i >= len(buckets) {
+			continue
+		}
+		if buckets[i] == nil {
+			buckets[i] = analytics.NewSketch()
+		}
+		if blob == nil {
+			buckets[i].Add(visitor)
+			continue
 		}
 		s, err := analytics.UnmarshalSketch(blob)
 		if err != nil {
 			continue // see mergeVisitorChunk: an undecodable sketch counts nothing
 		}
-		if i := int(start.UTC().Sub(from) / step); i >= 0 && i < len(st.Series) {
-			st.Series[i].Visitors = int64(s.Estimate())
-		}
-		if err := all.Merge(s); err != nil {
+		if err := buckets[i].Merge(s); err != nil {
 			return fmt.Errorf("merge visitor sketches: %w", err)
 		}
 	}
 	if err := vrows.Err(); err != nil {
 		return fmt.Errorf("read visitor sketches: %w", err)
+	}
+	all := analytics.NewSketch()
+	for i, b := range buckets {
+		if b == nil {
+			continue
+		}
+		st.Series[i].Visitors = int64(b.Estimate())
+		if err := all.Merge(b); err != nil {
+			return fmt.Errorf("merge visitor sketches: %w", err)
+		}
 	}
 	st.Visitors = int64(all.Estimate())
 	return nil
@@ -349,13 +381,17 @@ func dimStats(ctx context.Context, q *sql.DB, linkID int64, dayFrom, dayTo, from
 // each of their four values, plus click_dims' rows of the days counted
 // before that table, one per triple, ordered by day, dimension (in
 // shortener.Dimensions' order) and value.
-func dayDims(ctx context.Context, q *sql.DB, linkID int64, dayFrom, dayTo time.Time) ([]shortener.DimCount, error) {
+func dayDims(ctx context.Context, q *sql.Tx, linkID int64, dayFrom, dayTo time.Time) ([]shortener.DimCount, error) {
 	// The dimensions' names are click_dim_sets' column names.
 	const where = " WHERE link_id = ? AND day >= ? AND day < ?"
 	var parts []string
 	var args []any
 	for _, d := range shortener.Dimensions {
 		parts = append(parts, "SELECT day, '"+d+"' AS dim, "+d+" AS value, clicks FROM click_dim_sets"+where)
+		args = append(args, linkID, dayFrom, dayTo)
+	}
+	for _, d := range shortener.Dimensions {
+		parts = append(parts, "SELECT DATE(at), '"+d+"', "+d+", 1 FROM click_pending WHERE link_id = ? AND at >= ? AND at < ?")
 		args = append(args, linkID, dayFrom, dayTo)
 	}
 	parts = append(parts, "SELECT day, dim, value, clicks FROM click_dims"+where)

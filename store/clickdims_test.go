@@ -137,7 +137,9 @@ func TestSeenVisitorsSkipWrites(t *testing.T) {
 	ship := func(st *store.Store, journal int64, visitors ...uint64) {
 		t.Helper()
 		var cs []shortener.Click
-		for _, v := range visitors {
+		// Each visitor clicks twice: a batch then holds enough clicks of
+		// the link to write its sketches at once (not pending: clickfold.go).
+		for _, v := range append(visitors, visitors...) {
 			// A visitor hash is uniform (SHA-256); HyperLogLog needs it so.
 			h := rand.New(rand.NewPCG(v, 88)).Uint64() | 1
 			cs = append(cs, shortener.Click{LinkID: 88, At: at, Analyzed: true, Dims: shortener.ClickDims{Visitor: h}})
@@ -196,8 +198,8 @@ func TestSeenVisitorsSkipWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stats.Total != 10 || stats.Visitors != 4 {
-		t.Errorf("%d clicks, %d visitors; want 10 clicks of 4 visitors (11, 13, 17, 19)", stats.Total, stats.Visitors)
+	if stats.Total != 20 || stats.Visitors != 4 {
+		t.Errorf("%d clicks, %d visitors; want 20 clicks of 4 visitors (11, 13, 17, 19)", stats.Total, stats.Visitors)
 	}
 }
 
@@ -227,6 +229,11 @@ func TestDimsAcrossTables(t *testing.T) {
 	b := shortener.ClickBatch{Journal: 91, Node: 1, Segment: 1, From: 0, To: 2, Clicks: cs}
 	if applied, _, _, err := st.ShipClicks(ctx, b); err != nil || !applied {
 		t.Fatalf("ship: %v %v", applied, err)
+	}
+	// Two clicks of a link in a batch wait in click_pending; folded,
+	// they are in click_dim_sets.
+	if n, err := st.FoldClicks(ctx, time.Now()); err != nil || n != 2 {
+		t.Fatalf("fold: %d, %v; want 2 clicks folded", n, err)
 	}
 	var rows int
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM click_dim_sets WHERE link_id = 91").Scan(&rows); err != nil {

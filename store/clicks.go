@@ -134,17 +134,21 @@ func (s *Store) shipClicks(ctx context.Context, b shortener.ClickBatch) (applied
 	if err != nil {
 		return fail(err)
 	}
-	hours := map[hourKey][2]int64{}
-	refs := map[refKey]int64{}
-	dims := newClickAnalytics()
+	// The batch's clicks, each with its link resolved, and how many each
+	// link has: a link with denseClicks or more is counted into its count
+	// rows now, the others' clicks wait in click_pending (clickfold.go).
+	kept := make([]keptClick, 0, len(b.Clicks))
+	perLink := map[int64]int{}
 	clicked := clickedCounts{}
-	for _, c := range b.Clicks {
+	for i := range b.Clicks {
+		c := &b.Clicks[i]
 		if c.Request.Known() && !reqs.first(c.Request) {
 			dups++
 			continue
 		}
-		if c.LinkID == 0 {
-			if c.LinkID = ids[c.Code]; c.LinkID == 0 {
+		link := c.LinkID
+		if link == 0 {
+			if link = ids[c.Code]; link == 0 {
 				// No link has the code: a click cannot be journaled
 				// without one, so this is a corrupt record that passed
 				// its checksum. Nothing to count it against.
@@ -152,25 +156,30 @@ func (s *Store) shipClicks(ctx context.Context, b shortener.ClickBatch) (applied
 				continue
 			}
 		}
-		at := c.At.UTC()
-		hk := hourKey{c.LinkID, at.Truncate(time.Hour)}
-		v := hours[hk]
-		v[0]++
-		if c.Agent == shortener.AgentBot {
-			v[1]++
+		kept = append(kept, keptClick{i, link})
+		perLink[link]++
+		clicked.add(link, c.At.UTC())
+	}
+	counts := newTally()
+	var pending []pendingClick
+	for _, k := range kept {
+		c := &b.Clicks[k.i]
+		p := pendingClick{link: k.link, at: c.At.UTC(), bot: c.Agent == shortener.AgentBot, referrer: c.Referrer,
+			values: clickValues(*c), visitor: clickVisitor(*c)}
+		if perLink[k.link] >= denseClicks {
+			counts.add(p)
+			continue
 		}
-		hours[hk] = v
-		refs[refKey{c.LinkID, time.Date(at.Year(), at.Month(), at.Day(), 0, 0, 0, 0, time.UTC), c.Referrer}]++
-		dims.add(c.LinkID, c, at)
-		clicked.add(c.LinkID, at)
+		p.at = p.at.Truncate(time.Second)
+		p.journal, p.segment, p.position, p.seq = b.Journal, b.Segment, b.From, k.i
+		pending = append(pending, p)
 	}
-	if err := upsertHours(ctx, tx, hours); err != nil {
+	// Pending rows before count rows: FoldClicks locks pending rows
+	// first too, so neither waits for the other holding what it needs.
+	if err := insertPending(ctx, tx, pending); err != nil {
 		return fail(err)
 	}
-	if err := upsertReferrers(ctx, tx, refs); err != nil {
-		return fail(err)
-	}
-	if err := dims.write(ctx, tx, s.seen); err != nil {
+	if err := counts.write(ctx, tx, s.seen); err != nil {
 		return fail(err)
 	}
 	// link.clicked webhooks, sent only once this transaction has counted
@@ -191,7 +200,7 @@ func (s *Store) shipClicks(ctx context.Context, b shortener.ClickBatch) (applied
 	if err := tx.Commit(); err != nil {
 		return fail(err)
 	}
-	s.seen.remember(dims)
+	s.seen.remember(counts.dims)
 	return true, b.To, dups, nil
 }
 
@@ -573,7 +582,15 @@ func (s *Store) ClickStats(ctx context.Context, linkID int64, from, to time.Time
 	for t := from; t.Before(to); t = t.Add(step) {
 		st.Series = append(st.Series, shortener.ClickCount{Start: t})
 	}
-	rows, err := s.db.QueryContext(ctx, "SELECT hour, clicks, bots FROM click_hours WHERE link_id = ? AND hour >= ? AND hour < ?", linkID, from, to)
+	// One snapshot for every read below: a fold committing between two
+	// of them would otherwise show its clicks twice or not at all.
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	if err != nil {
+		return fail(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read only
+	rows, err := tx.QueryContext(ctx, `SELECT hour, clicks, bots FROM click_hours WHERE link_id = ? AND hour >= ? AND hour < ?
+		UNION ALL SELECT at, 1, bot FROM click_pending WHERE link_id = ? AND at >= ? AND at < ?`, linkID, from, to, linkID, from, to)
 	if err != nil {
 		return fail(err)
 	}
@@ -603,8 +620,10 @@ func (s *Store) ClickStats(ctx context.Context, linkID int64, from, to time.Time
 	if dayTo.Before(to) {
 		dayTo = dayTo.Add(24 * time.Hour)
 	}
-	refRows, err := s.db.QueryContext(ctx, `SELECT host, SUM(clicks) AS n FROM click_referrers
-		WHERE link_id = ? AND day >= ? AND day < ? GROUP BY host ORDER BY n DESC, host LIMIT ?`, linkID, dayFrom, dayTo, top)
+	refRows, err := tx.QueryContext(ctx, `SELECT host, SUM(clicks) AS n FROM (
+		SELECT host, clicks FROM click_referrers WHERE link_id = ? AND day >= ? AND day < ?
+		UNION ALL SELECT referrer, 1 FROM click_pending WHERE link_id = ? AND at >= ? AND at < ?) r
+		GROUP BY host ORDER BY n DESC, host LIMIT ?`, linkID, dayFrom, dayTo, linkID, dayFrom, dayTo, top)
 	if err != nil {
 		return fail(err)
 	}
@@ -619,13 +638,13 @@ func (s *Store) ClickStats(ctx context.Context, linkID int64, from, to time.Time
 	if err := refRows.Err(); err != nil {
 		return fail(err)
 	}
-	if err := dimStats(ctx, s.db, linkID, dayFrom, dayTo, from, to, step, &st); err != nil {
+	if err := dimStats(ctx, tx, linkID, dayFrom, dayTo, from, to, step, &st); err != nil {
 		return fail(err)
 	}
 
 	var asOf sql.NullTime
 	var now time.Time
-	if err := s.db.QueryRowContext(ctx, "SELECT (SELECT MIN(caught_up_at) FROM click_journals WHERE updated_at > NOW(3) - INTERVAL ? SECOND), UTC_TIMESTAMP(3)",
+	if err := tx.QueryRowContext(ctx, "SELECT (SELECT MIN(caught_up_at) FROM click_journals WHERE updated_at > NOW(3) - INTERVAL ? SECOND), UTC_TIMESTAMP(3)",
 		int(activeJournals/time.Second)).Scan(&asOf, &now); err != nil {
 		return fail(err)
 	}

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -85,8 +84,8 @@ func BenchmarkShipClicks(b *testing.B) {
 // redirects a second) picked uniformly from 200,000 links, journaled by
 // code as the redirect path journals them, each with nginx's request ID,
 // a referrer, analytics and a new visitor. Nearly every click is its
-// link's only one in the batch, so every row it adds to is its own: the
-// cost per click that does not shrink with batching (ns/click).
+// link's only one in the batch, so it is pending (clickfold.go): one row
+// of click_pending a click, and BenchmarkFoldClicks's cost later.
 //
 //	SHORTENER_INTEGRATION=1 go test -run '^$' -bench BenchmarkShipTailClicks -benchtime 20x ./store
 func BenchmarkShipTailClicks(b *testing.B) {
@@ -159,62 +158,75 @@ func hostBusy(b *testing.B) time.Duration {
 	return time.Duration(ticks) * 10 * time.Millisecond // USER_HZ is 100 on Linux
 }
 
-// BenchmarkRawClickAppend is the floor of a click storage that appends
-// each click as it comes and rolls clicks up later (issue 33's redesign,
-// not built): the clicks of BenchmarkShipTailClicks inserted one row a
-// click, in primary key order, into a table of the benchmark's own, in
-// one transaction a batch and statements of 500 rows. Read its
-// host-cpu-ns/click against BenchmarkShipTailClicks's, run interleaved:
-// the roll-up's own cost is not in it.
+// BenchmarkFoldClicks is the other half of a tail click's cost: folding
+// pending clicks (clickfold.go) into the count rows, a fold of 20,000
+// clicks an iteration, with each link clicked 1, 4 or 36 times in the
+// hour folded (36: a million links clicked uniformly at 10,000 a
+// second). Each click has a new visitor, as in BenchmarkShipTailClicks;
+// the shipping that made them pending is not timed. Add its
+// host-cpu-ns/click to BenchmarkShipTailClicks's for what a tail click
+// costs in all.
 //
-//	SHORTENER_INTEGRATION=1 go test -run '^$' -bench 'BenchmarkShipTailClicks|BenchmarkRawClickAppend' -benchtime 20x ./store
-func BenchmarkRawClickAppend(b *testing.B) {
-	db, err := sql.Open("mysql", database(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+//	SHORTENER_INTEGRATION=1 go test -run '^$' -bench 'BenchmarkShipTailClicks|BenchmarkFoldClicks' -benchtime 5x ./store
+func BenchmarkFoldClicks(b *testing.B) {
+	st := openStore(b, database(b))
 	ctx := context.Background()
-	if _, err := db.ExecContext(ctx, `CREATE TABLE raw_clicks (
-		journal_id BIGINT NOT NULL, position BIGINT NOT NULL, seq INT NOT NULL,
-		link_id BIGINT NOT NULL, at DATETIME(3) NOT NULL, referrer VARCHAR(255) NOT NULL,
-		country CHAR(2) NOT NULL, browser TINYINT NOT NULL, os TINYINT NOT NULL, device TINYINT NOT NULL,
-		visitor BIGINT UNSIGNED NOT NULL, request BINARY(16) NOT NULL,
-		PRIMARY KEY (journal_id, position, seq)) ENGINE=InnoDB`); err != nil {
+	if err := st.Migrate(ctx, 30*time.Second); err != nil {
 		b.Fatal(err)
 	}
-	const links, batch, chunk = 200_000, 5000, 500
-	row := "(?,?,?,?,?,?,?,?,?,?,?,?)"
-	q := "INSERT INTO raw_clicks VALUES " + row + strings.Repeat(","+row, chunk-1)
-	rng := rand.New(rand.NewPCG(3, 4))
-	pos := int64(0)
-	busy0 := hostBusy(b)
-	for b.Loop() {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		st, err := tx.PrepareContext(ctx, q)
-		if err != nil {
-			b.Fatal(err)
-		}
-		at := time.Now().UTC()
-		for c := 0; c < batch; c += chunk {
-			args := make([]any, 0, 12*chunk)
-			for i := c; i < c+chunk; i++ {
-				id := requestID(rng)
-				args = append(args, 1, pos, i, int64(-1-rng.IntN(links)), at, "t.co", "US", 1, 1, 0, rng.Uint64()|1, id[:])
+	const clicks, batch = 20_000, 5000
+	rng := rand.New(rand.NewPCG(5, 6))
+	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	journal, folds := int64(1000), 0
+	for _, per := range []int{1, 4, 36} {
+		b.Run(fmt.Sprintf("clicks-per-link=%d", per), func(b *testing.B) {
+			n := clicks / per
+			ls := make([]shortener.Link, n)
+			for i := range ls {
+				ls[i] = shortener.Link{ID: int64(-1_000_000*per - i), Code: fmt.Sprintf("fold%d-%d", per, i), URL: "https://example.com/", Redirect: 302, CreatedAt: start}
 			}
-			if _, err := st.ExecContext(ctx, args...); err != nil {
+			if _, err := st.Import(ctx, ls); err != nil {
 				b.Fatal(err)
 			}
-		}
-		st.Close()
-		if err := tx.Commit(); err != nil {
-			b.Fatal(err)
-		}
-		pos++
+			var busy time.Duration
+			var folded int64
+			b.ResetTimer()
+			for b.Loop() {
+				b.StopTimer()
+				// Every link once a batch, so every click is pending.
+				at := start.Add(time.Duration(folds) * time.Hour)
+				journal++
+				pos := int64(0)
+				for range per {
+					for from := 0; from < n; from += batch {
+						bt := shortener.ClickBatch{Journal: journal, Node: 1, Segment: 1, From: pos, To: pos + 1}
+						for _, l := range ls[from:min(from+batch, n)] {
+							bt.Clicks = append(bt.Clicks, shortener.Click{LinkID: l.ID, At: at.Add(time.Duration(rng.IntN(3600)) * time.Second), Referrer: "t.co",
+								Analyzed: true, Dims: shortener.ClickDims{Country: [2]byte{'U', 'S'}, Browser: 1, OS: 1, Visitor: rng.Uint64() | 1}})
+						}
+						if applied, _, _, err := st.ShipClicks(ctx, bt); err != nil || !applied {
+							b.Fatalf("ship: %v, %v", applied, err)
+						}
+						pos++
+					}
+				}
+				folds++
+				busy0 := hostBusy(b)
+				b.StartTimer()
+				f, err := st.FoldClicks(ctx, time.Now().Add(time.Duration(folds)*time.Hour))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				busy += hostBusy(b) - busy0
+				folded += f
+				b.StartTimer()
+			}
+			if folded != int64(b.N*n*per) {
+				b.Fatalf("folded %d clicks, want %d", folded, b.N*n*per)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(folded), "ns/click")
+			b.ReportMetric(float64(busy.Nanoseconds())/float64(folded), "host-cpu-ns/click")
+		})
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*batch), "ns/click")
-	b.ReportMetric(float64((hostBusy(b)-busy0).Nanoseconds())/float64(b.N*batch), "host-cpu-ns/click")
 }

@@ -393,20 +393,35 @@ func TestShipClicksManyLinks(t *testing.T) {
 			t.Fatalf("batch %d: %v, %v", i, applied, err)
 		}
 	}
-	for i, l := range ls {
-		want := int64(2 * (i%3 + 1))
-		s, err := st.ClickStats(ctx, l.ID, day, day.Add(24*time.Hour), false, 5)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.Total != want || s.Series[9].Clicks != want {
-			t.Fatalf("%s: total %d, 09:00 %d; want %d", l.Code, s.Total, s.Series[9].Clicks, want)
-		}
-		if len(s.Referrers) != 1 || s.Referrers[0].Clicks != want || s.Dims["country"]["DE"] != want {
-			t.Fatalf("%s: referrers %+v, countries %v; want t.co and DE %d", l.Code, s.Referrers, s.Dims["country"], want)
-		}
-		if s.Visitors != want || s.Series[9].Visitors != want {
-			t.Fatalf("%s: %d visitors, %d at 09:00; want %d", l.Code, s.Visitors, s.Series[9].Visitors, want)
+	check := func(when string) {
+		t.Helper()
+		for i, l := range ls {
+			want := int64(2 * (i%3 + 1))
+			s, err := st.ClickStats(ctx, l.ID, day, day.Add(24*time.Hour), false, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Total != want || s.Series[9].Clicks != want {
+				t.Fatalf("%s, %s: total %d, 09:00 %d; want %d", when, l.Code, s.Total, s.Series[9].Clicks, want)
+			}
+			if len(s.Referrers) != 1 || s.Referrers[0].Clicks != want || s.Dims["country"]["DE"] != want {
+				t.Fatalf("%s, %s: referrers %+v, countries %v; want t.co and DE %d", when, l.Code, s.Referrers, s.Dims["country"], want)
+			}
+			if s.Visitors != want || s.Series[9].Visitors != want {
+				t.Fatalf("%s, %s: %d visitors, %d at 09:00; want %d", when, l.Code, s.Visitors, s.Series[9].Visitors, want)
+			}
 		}
 	}
+	// No link has denseClicks clicks in a batch: every click is pending
+	// (clickfold.go) until folded, when every link's rows are written in
+	// one transaction, the same counts.
+	check("pending")
+	var total int64
+	for i := range ls {
+		total += int64(2 * (i%3 + 1))
+	}
+	if folded, err := st.FoldClicks(ctx, time.Now()); err != nil || folded != total {
+		t.Fatalf("fold: %d, %v; want %d", folded, err, total)
+	}
+	check("folded")
 }

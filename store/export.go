@@ -47,8 +47,8 @@ func (s *Store) ExportLinks(ctx context.Context, owner string, fn func(l shorten
 }
 
 // clickTotals returns the clicks counted for each of links, by ID; a link
-// never clicked is absent. One query on click_hours' primary key
-// (link_id, hour).
+// never clicked is absent. One query on the primary keys of click_hours
+// and click_pending, both led by link_id.
 func (s *Store) clickTotals(ctx context.Context, links []shortener.Link) (map[int64]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -56,8 +56,10 @@ func (s *Store) clickTotals(ctx context.Context, links []shortener.Link) (map[in
 	for i, l := range links {
 		args[i] = l.ID
 	}
-	rows, err := s.db.QueryContext(ctx, "SELECT link_id, SUM(clicks) FROM click_hours WHERE link_id IN (?"+
-		strings.Repeat(", ?", len(links)-1)+") GROUP BY link_id", args...)
+	in := "link_id IN (?" + strings.Repeat(", ?", len(links)-1) + ")"
+	rows, err := s.db.QueryContext(ctx, "SELECT link_id, SUM(n) FROM (SELECT link_id, SUM(clicks) AS n FROM click_hours WHERE "+in+
+		" GROUP BY link_id UNION ALL SELECT link_id, COUNT(*) FROM click_pending WHERE "+in+" GROUP BY link_id) t GROUP BY link_id",
+		append(args, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("click totals: %w: %w", shortener.ErrUnavailable, err)
 	}

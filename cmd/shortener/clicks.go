@@ -19,6 +19,7 @@ type clickCounting struct {
 	ship  *clicks.Shipper
 	stop  context.CancelFunc
 	done  chan error
+	fold  chan struct{} // closed when the folder has stopped
 	drain time.Duration
 	log   *slog.Logger
 }
@@ -40,10 +41,12 @@ func startClicks(cfg Config, st *store.Store, obs clicks.Observer, log *slog.Log
 		j.Close()
 		return nil, err
 	}
-	cc := &clickCounting{j: j, ship: ship, done: make(chan error, 1), drain: cfg.Clicks.DrainTimeout, log: log}
+	cc := &clickCounting{j: j, ship: ship, done: make(chan error, 1), fold: make(chan struct{}), drain: cfg.Clicks.DrainTimeout, log: log}
 	ctx, stop := context.WithCancel(context.Background())
 	cc.stop = stop
 	go func() { cc.done <- cc.ship.Run(ctx) }()
+	folder := clicks.NewFolder(st, clicksFold, log, reg)
+	go func() { defer close(cc.fold); folder.Run(ctx) }()
 	log.Info("click journal open", "dir", cfg.Clicks.Dir, "journal_id", j.ID())
 	return cc, nil
 }
@@ -67,6 +70,7 @@ func (cc *clickCounting) close() {
 	}
 	cc.stop()
 	<-cc.done
+	<-cc.fold
 	if err := cc.j.Close(); err != nil {
 		cc.log.Error("closing the click journal", "err", err)
 	}
@@ -94,12 +98,17 @@ func (cc *clickCounting) close() {
 // Counted request IDs are purged every clicksPurge, and never younger
 // than clicksRequestWindow (by MySQL's clock): what covers a journal
 // that has not reached MySQL yet (store.PurgeClickRequests).
+//
+// Every clicksFold an instance checks whether the pending clicks of the
+// hour just ended are folded, and folds them if not
+// (store.Store.FoldClicks): within a minute of each hour's end.
 const (
 	clicksBatch         = 10000
 	clicksPoll          = time.Second
 	clicksHeartbeat     = 2 * time.Second
 	clicksPurge         = 10 * time.Second
 	clicksRequestWindow = 10 * time.Minute
+	clicksFold          = time.Minute
 )
 
 // clicksConfig is the journal's: its section, with the node ID and the

@@ -181,8 +181,13 @@ func storedClicks(ctx context.Context, db *sql.DB, links []Link) (map[string]int
 	for i, l := range links {
 		codes[i] = l.Code
 	}
-	out, err := queryPairsIn[int64](ctx, db, `SELECT l.code, COALESCE(SUM(h.clicks), 0) FROM links l
-		LEFT JOIN click_hours h ON h.link_id = l.id WHERE l.code IN (%s) GROUP BY l.code`, codes)
+	// Counted and pending (store/clickfold.go) in one statement, so one
+	// snapshot: a fold moving clicks from one to the other meanwhile
+	// cannot show them twice or not at all.
+	out, err := queryPairsIn[int64](ctx, db, `SELECT l.code,
+		COALESCE((SELECT SUM(h.clicks) FROM click_hours h WHERE h.link_id = l.id), 0)
+		+ (SELECT COUNT(*) FROM click_pending p WHERE p.link_id = l.id)
+		FROM links l WHERE l.code IN (%s)`, codes)
 	if err != nil {
 		return nil, fmt.Errorf("query stored clicks: %w", err)
 	}
@@ -203,8 +208,11 @@ func storedDims(ctx context.Context, db *sql.DB, links []Link) (map[string]int64
 	if err != nil {
 		return nil, fmt.Errorf("query stored click dimensions: %w", err)
 	}
-	sets, err := queryPairsIn[int64](ctx, db, `SELECT l.code, SUM(d.clicks) FROM links l
-		JOIN click_dim_sets d ON d.link_id = l.id WHERE l.code IN (%s) GROUP BY l.code`, codes)
+	// A pending click counts in all four too (as storedClicks).
+	sets, err := queryPairsIn[int64](ctx, db, `SELECT l.code,
+		COALESCE((SELECT SUM(d.clicks) FROM click_dim_sets d WHERE d.link_id = l.id), 0)
+		+ (SELECT COUNT(*) FROM click_pending p WHERE p.link_id = l.id)
+		FROM links l WHERE l.code IN (%s)`, codes)
 	if err != nil {
 		return nil, fmt.Errorf("query stored click dimensions: %w", err)
 	}
