@@ -168,10 +168,18 @@ func (s *Store) FoldClicks(ctx context.Context, now time.Time) (int64, error) {
 		}
 		from = next
 	}
-	cctx, cancel = context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	if _, err := s.db.ExecContext(cctx, `INSERT INTO click_folds (id, folded_to) VALUES (1, ?)
-		ON DUPLICATE KEY UPDATE folded_to = GREATEST(folded_to, VALUES(folded_to))`, cutoff); err != nil {
+	// Two instances that folded at once both move it (on Galera their
+	// writes conflict, and one runs again).
+	for try := 1; ; try++ {
+		cctx, cancel = context.WithTimeout(ctx, s.timeout)
+		_, err = s.db.ExecContext(cctx, `INSERT INTO click_folds (id, folded_to) VALUES (1, ?)
+			ON DUPLICATE KEY UPDATE folded_to = GREATEST(folded_to, VALUES(folded_to))`, cutoff)
+		cancel()
+		if !s.again(ctx, err, try) {
+			break
+		}
+	}
+	if err != nil {
 		return folded, fmt.Errorf("fold pending clicks: %w: %w", shortener.ErrUnavailable, err)
 	}
 	return folded, nil
