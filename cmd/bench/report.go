@@ -35,6 +35,14 @@ type measure struct {
 	// the start of the run until the apps had shipped its clicks and sent
 	// its trending batches: where a request's work goes.
 	Parts map[string]float64 `json:"cpu_us_by_process,omitempty"`
+	// Folded is how many pending clicks (store/clickfold.go: the clicks
+	// of links with few clicks in a shipped batch) the run left, which
+	// the bench folded right after it; FoldCPUus is what folding them
+	// cost MySQL and the bench's folding process, per answered request of
+	// the run. The apps would fold them after the hour's end instead,
+	// with every other click of their links that hour at once.
+	Folded    int64   `json:"folded_clicks,omitempty"`
+	FoldCPUus float64 `json:"fold_cpu_us_per_request,omitempty"`
 	// Load1 is the machine's one-minute load average when the run ended:
 	// the other work on the machine, which the numbers share it with.
 	Load1 float64 `json:"load1"`
@@ -156,12 +164,14 @@ func (r *report) summarise() {
 		row := &r.Rows[i]
 		byName[row.Name] = row
 		m := measure{
-			RPS:   medianOf(row.Runs, func(m measure) float64 { return m.RPS }),
-			P50ms: medianOf(row.Runs, func(m measure) float64 { return m.P50ms }),
-			P99ms: medianOf(row.Runs, func(m measure) float64 { return m.P99ms }),
-			MaxMs: medianOf(row.Runs, func(m measure) float64 { return m.MaxMs }),
-			CPUus: medianOf(row.Runs, func(m measure) float64 { return m.CPUus }),
-			Load1: medianOf(row.Runs, func(m measure) float64 { return m.Load1 }),
+			RPS:       medianOf(row.Runs, func(m measure) float64 { return m.RPS }),
+			P50ms:     medianOf(row.Runs, func(m measure) float64 { return m.P50ms }),
+			P99ms:     medianOf(row.Runs, func(m measure) float64 { return m.P99ms }),
+			MaxMs:     medianOf(row.Runs, func(m measure) float64 { return m.MaxMs }),
+			CPUus:     medianOf(row.Runs, func(m measure) float64 { return m.CPUus }),
+			Load1:     medianOf(row.Runs, func(m measure) float64 { return m.Load1 }),
+			FoldCPUus: medianOf(row.Runs, func(m measure) float64 { return m.FoldCPUus }),
+			Folded:    int64(medianOf(row.Runs, func(m measure) float64 { return float64(m.Folded) })),
 		}
 		for _, part := range processParts {
 			if slices.ContainsFunc(row.Runs, func(m measure) bool { return m.Parts != nil }) {
@@ -291,8 +301,10 @@ func (r *report) writeMarkdown(w io.Writer) error {
 			row.Name, row.What, m.RPS, strings.Join(per, ", "), m.P50ms, m.P99ms, m.CPUus, m.Errors, m.BadStatus, m.Load1)
 	}
 	if slices.ContainsFunc(r.Rows, func(r rowResult) bool { return r.Median.Parts != nil }) {
-		b.WriteString("\n## CPU by process\n\nServer CPU µs per answered request, medians, from the start of each run until the apps had shipped its clicks and sent its trending batches (the stack's Redis, sentinels and MySQL count in every row, whichever apps the row loads).\n\n| row | " +
-			strings.Join(processParts, " | ") + " | total |\n|---|" + strings.Repeat("---:|", len(processParts)+1) + "\n")
+		b.WriteString("\n## CPU by process\n\nServer CPU µs per answered request, medians, from the start of each run until the apps had shipped its clicks and sent its trending batches (the stack's Redis, sentinels and MySQL count in every row, whichever apps the row loads). " +
+			"The clicks of links clicked fewer than 4 times in a shipped batch wait pending until the apps fold them after their hour's end (store/clickfold.go); the bench folds each run's right after it, outside the run: " +
+			"\"fold\" is what that cost MySQL and the folding process per answered request, a link's pending clicks of a few seconds folded together rather than its hour's (dearer per click: docs/bench/findings.md), and \"pending\" how many clicks it folded.\n\n| row | " +
+			strings.Join(processParts, " | ") + " | total | fold | total with fold | pending |\n|---|" + strings.Repeat("---:|", len(processParts)+4) + "\n")
 		for _, row := range r.Rows {
 			if row.Median.Parts == nil {
 				continue
@@ -303,7 +315,7 @@ func (r *report) writeMarkdown(w io.Writer) error {
 				total += row.Median.Parts[part]
 				fmt.Fprintf(&b, " %.1f |", row.Median.Parts[part])
 			}
-			fmt.Fprintf(&b, " %.1f |\n", total)
+			fmt.Fprintf(&b, " %.1f | %.1f | %.1f | %d |\n", total, row.Median.FoldCPUus, total+row.Median.FoldCPUus, row.Median.Folded)
 		}
 	}
 	if len(r.Memory) > 0 {
