@@ -134,11 +134,11 @@ func (s *Store) shipClicks(ctx context.Context, b shortener.ClickBatch) (applied
 	if err != nil {
 		return fail(err)
 	}
-	// The batch's clicks, each with its link resolved, and how many each
-	// link has: a link with denseClicks or more is counted into its count
-	// rows now, the others' clicks wait in click_pending (clickfold.go).
+	// The batch's clicks, each with its link resolved, and each link's
+	// (how many, for the link.clicked events and for this): a link with
+	// denseClicks or more is counted into its count rows now, the others'
+	// clicks wait in click_pending (clickfold.go).
 	kept := make([]keptClick, 0, len(b.Clicks))
-	perLink := map[int64]int{}
 	clicked := clickedCounts{}
 	for i := range b.Clicks {
 		c := &b.Clicks[i]
@@ -157,16 +157,15 @@ func (s *Store) shipClicks(ctx context.Context, b shortener.ClickBatch) (applied
 			}
 		}
 		kept = append(kept, keptClick{i, link})
-		perLink[link]++
 		clicked.add(link, c.At.UTC())
 	}
 	counts := newTally()
-	var pending []pendingClick
+	pending := make([]pendingClick, 0, len(kept))
 	for _, k := range kept {
 		c := &b.Clicks[k.i]
 		p := pendingClick{link: k.link, at: c.At.UTC(), bot: c.Agent == shortener.AgentBot, referrer: c.Referrer,
 			values: clickValues(*c), visitor: clickVisitor(*c)}
-		if perLink[k.link] >= denseClicks {
+		if clicked[k.link].Clicks >= denseClicks {
 			counts.add(p)
 			continue
 		}

@@ -288,6 +288,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	// Whatever earlier activity left pending is folded first, so that
+	// each row's fold is its own.
+	if n, err := st.FoldPending(ctx, time.Now()); err != nil {
+		return err
+	} else if n > 0 {
+		e.logf("bench: folded %d pending clicks left from before the run", n)
+	}
 	rep.Rows = make([]rowResult, len(selected))
 	for i, r := range selected {
 		rep.Rows[i] = rowResult{Name: r.name, What: r.what, Floor: r.floor}
@@ -411,6 +418,16 @@ func (e *env) rampRows(ctx context.Context, o options) error {
 			What: fmt.Sprintf("GET %s links (uniform) through nginx, %s to %s after Redis was emptied", keysString(o.links), t-o.duration, t)})
 		e.logf("  %-30s %8.0f req/s  p99 %7.2f ms", name, m.RPS, m.P99ms)
 	}
+	// The ramp's clicks are folded too, not left to the next run's first
+	// row (its CPU is not read: the ramp rows read throughput only).
+	if err := quiesce(ctx, e); err != nil {
+		return err
+	}
+	n, err := e.store.FoldPending(ctx, time.Now())
+	if err != nil {
+		return err
+	}
+	e.logf("ramp: folded its %d pending clicks", n)
 	return nil
 }
 

@@ -380,6 +380,7 @@ func Scenarios() []Scenario {
 			Heal:   func(context.Context, *Scene) error { return nil },
 			Checks: []Measure{AppServes},
 		},
+		foldMySQLKilled(),
 		{
 			Name:   "mysql-down",
 			Fault:  "MySQL down",
