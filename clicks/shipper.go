@@ -335,8 +335,9 @@ func (s *Shipper) purge(ctx context.Context) error {
 	return nil
 }
 
-// maxRead bounds what one step reads from a segment.
-const maxRead = 1 << 20
+// maxRead bounds what one step reads from a segment: about 50,000
+// records, more than a batch.
+const maxRead = 4 << 20
 
 // maxInterned bounds the shipper's interned strings (a few MB at most).
 const maxInterned = 100_000

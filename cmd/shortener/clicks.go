@@ -87,8 +87,11 @@ func (cc *clickCounting) close() {
 	}
 }
 
-// Shipping settings not worth a knob: a batch is at most this many clicks
-// (4 placeholders per aggregated row stay under MySQL's 65,535), an idle
+// Shipping settings not worth a knob: a batch is at most this many
+// clicks, a second's at up to 30,000 redirects a second per instance (a
+// batch cut short leaves the rest of the second to a batch of its own,
+// where each hot link has a click or two: its rows made again, or its
+// clicks pending; statements carry at most 500 rows), an idle
 // shipper looks again this often and says it is caught up (for as_of)
 // this often. A batch costs MySQL one row per link-hour and link-day-host
 // in it however many clicks it holds, so fewer, larger batches are
@@ -103,7 +106,7 @@ func (cc *clickCounting) close() {
 // hour just ended are folded, and folds them if not
 // (store.Store.FoldClicks): within a minute of each hour's end.
 const (
-	clicksBatch         = 10000
+	clicksBatch         = 30000
 	clicksPoll          = time.Second
 	clicksHeartbeat     = 2 * time.Second
 	clicksPurge         = 10 * time.Second
