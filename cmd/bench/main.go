@@ -459,10 +459,14 @@ const (
 )
 
 // clearOfFold waits, if a run of d from now would come near the next
-// hour's end, until the apps have folded that hour.
+// hour's end, or if the last one is less than foldSettle ago, until the
+// apps have folded that hour.
 func (e *env) clearOfFold(ctx context.Context, d time.Duration) error {
-	end := time.Now().Truncate(time.Hour).Add(time.Hour)
-	if time.Until(end) > d+foldMargin {
+	end := time.Now().Truncate(time.Hour)
+	if time.Since(end) >= foldSettle {
+		end = end.Add(time.Hour)
+	}
+	if time.Until(end.Add(foldSettle)) > d+foldMargin+foldSettle {
 		return nil
 	}
 	e.logf("  waiting until %s: the apps fold the hour's pending clicks after it ends", end.Add(foldSettle).Format(time.TimeOnly))
