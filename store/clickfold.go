@@ -19,8 +19,9 @@ import (
 // row. A link with fewer clicks in the batch, the long tail, would make
 // five rows of its own for each: its hour, its referrer, its dimension
 // set and two visitor sketches, each an upsert at a random place in a
-// large table (52 µs of the shipper's and MariaDB's CPU a click,
-// BenchmarkShipTailClicks). Its clicks go to click_pending instead, one
+// large table (58-70 µs of the host's CPU a click, against 13 µs
+// pending: BenchmarkShipTailClicks on either build, docs/bench/findings.md).
+// Its clicks go to click_pending instead, one
 // inserted row each, in the same transaction, so they are as exactly
 // once as the counts. FoldClicks later moves the pending clicks of
 // ended hours into the count rows, all of a link's at once, and deletes

@@ -24,11 +24,8 @@ import (
 //
 //	SHORTENER_INTEGRATION=1 go test -run '^$' -bench BenchmarkShipClicks -benchtime 20x ./store
 func BenchmarkShipClicks(b *testing.B) {
-	st := openStore(b, database(b))
+	st := migrated(b)
 	ctx := context.Background()
-	if err := st.Migrate(ctx, 30*time.Second); err != nil {
-		b.Fatal(err)
-	}
 	now := time.Now().UTC()
 	for i := range 100 {
 		if err := st.Create(ctx, shortener.Link{ID: int64(1000 + i), Code: fmt.Sprintf("bench%d", i), URL: "https://example.com/", Redirect: 302, CreatedAt: now}); err != nil {
@@ -89,11 +86,8 @@ func BenchmarkShipClicks(b *testing.B) {
 //
 //	SHORTENER_INTEGRATION=1 go test -run '^$' -bench BenchmarkShipTailClicks -benchtime 20x ./store
 func BenchmarkShipTailClicks(b *testing.B) {
-	st := openStore(b, database(b))
+	st := migrated(b)
 	ctx := context.Background()
-	if err := st.Migrate(ctx, 30*time.Second); err != nil {
-		b.Fatal(err)
-	}
 	const links, batch = 200_000, 5000
 	now := time.Now().UTC()
 	ls := make([]shortener.Link, links)
@@ -169,11 +163,8 @@ func hostBusy(b *testing.B) time.Duration {
 //
 //	SHORTENER_INTEGRATION=1 go test -run '^$' -bench 'BenchmarkShipTailClicks|BenchmarkFoldClicks' -benchtime 5x ./store
 func BenchmarkFoldClicks(b *testing.B) {
-	st := openStore(b, database(b))
+	st := migrated(b)
 	ctx := context.Background()
-	if err := st.Migrate(ctx, 30*time.Second); err != nil {
-		b.Fatal(err)
-	}
 	const clicks, batch = 20_000, 5000
 	rng := rand.New(rand.NewPCG(5, 6))
 	start := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)

@@ -43,6 +43,9 @@ func foldMySQLKilled() Scenario {
 			return foldThenKill(ctx, s, st)
 		},
 		Heal: func(ctx context.Context, s *Scene) error {
+			if st == nil {
+				return errors.New("no store: the fault was not injected")
+			}
 			defer st.Close()
 			if err := s.Stack.MySQL().Restart(ctx); err != nil {
 				return err
