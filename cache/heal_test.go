@@ -151,18 +151,18 @@ func TestHealedMasterNeverServesADeletedLink(t *testing.T) {
 		if err := master.Heal(ctx); err != nil {
 			t.Fatal(err)
 		}
-		poll.Until(t, fmt.Sprintf("round %d: %s rejoins as a replica of %s", round, master.Name, next.Name), func() error {
-			r, err := master.Replication(ctx)
-			if err != nil {
-				return err
-			}
-			if r.Role != "slave" || r.MasterPort != next.Port || !r.LinkUp {
-				return fmt.Errorf("replication %+v", r)
-			}
-			return nil
-		})
-		if err := s.WaitSwitched(ctx, next); err != nil {
-			t.Fatal(err)
+		// The healed node rejoins as a replica of the master the sentinels
+		// settle on, which need not be next: they may fail over once more
+		// on their own (redis/redis#8607; seen in round 4 of a CI run).
+		sctx, cancel := context.WithTimeout(ctx, poll.Patience)
+		settled, err := s.WaitSettled(sctx, nil, s.Replicated)
+		cancel()
+		if err != nil {
+			t.Fatalf("round %d: %s healed: %v", round, master.Name, err)
+		}
+		if settled.Name != next.Name {
+			t.Logf("round %d: the sentinels moved the master from %s to %s on their own", round, next.Name, settled.Name)
+			next = settled
 		}
 		// The records are done only once every replica applied the DELs;
 		// then the codes are looked up through Redis again.

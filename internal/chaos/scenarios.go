@@ -436,25 +436,16 @@ func masterAndApp(ctx context.Context, s *Scene) error {
 	var last *stack.Proc
 	pctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := stack.Poll(pctx, 20*time.Millisecond, func(context.Context) error {
-		m, err := s.Stack.WaitMaster(ctx, m1)
-		if err != nil {
-			return err
-		}
-		if m.Name != m2.Name {
-			s.Note("", "sentinels moved the master from %s to %s with no kill between: a failover nobody asked for", m2.Name, m.Name)
-			m2 = m
-		}
-		last = others(s.Stack.Redis(), m1, m2)[0]
-		r, err := last.Replication(ctx)
-		if err != nil || r.Role != "slave" || r.MasterPort != m2.Port || !r.LinkUp {
-			return fmt.Errorf("%s does not replicate from %s yet (%+v, %v)", last.Name, m2.Name, r, err)
-		}
-		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		return s.Stack.WaitSwitched(sctx, m2)
-	}); err != nil {
-		return fmt.Errorf("the sentinels never settled on a master with a replica: %w", err) // Poll names the last reason
+	m, err := s.Stack.WaitSettled(pctx, m1, func(ctx context.Context, m *stack.Proc) error {
+		last = others(s.Stack.Redis(), m1, m)[0]
+		return stack.ReplicaOf(ctx, last, m)
+	})
+	if err != nil {
+		return err
+	}
+	if m.Name != m2.Name {
+		s.Note("", "sentinels moved the master from %s to %s with no kill between: a failover nobody asked for", m2.Name, m.Name)
+		m2 = m
 	}
 	s.Note("", "%s replicates from %s; every sentinel has %s as master, no failover in progress", last.Name, m2.Name, m2.Name)
 	s.Note(markSecondGone, "SIGKILL %s (the promoted master): only %s is left", m2.Name, last.Name)

@@ -114,6 +114,53 @@ func (s *Stack) WaitMaster(ctx context.Context, not *Proc) (*Proc, error) {
 	return master, nil
 }
 
+// WaitSettled polls until the sentinels name a master other than not,
+// ready(master) holds, and every sentinel has ended its failover to that
+// master, and returns it. The master may not be the first one promoted:
+// with down-after at a second, a sentinel can take a fresh master's first
+// late PONG for a failure and fail it over once more on its own
+// (redis/redis#8607), so a caller that needs a settled topology follows
+// the master the sentinels settle on rather than the one it saw first.
+// Without a deadline on ctx it gives up after a minute.
+func (s *Stack) WaitSettled(ctx context.Context, not *Proc, ready func(ctx context.Context, master *Proc) error) (*Proc, error) {
+	ctx, cancel := withDefaultTimeout(ctx, defaultWaitTimeout)
+	defer cancel()
+	var settled *Proc
+	err := Poll(ctx, readyPoll, func(ctx context.Context) error {
+		m, err := s.WaitMaster(ctx, not)
+		if err != nil {
+			return err
+		}
+		if err := ready(ctx, m); err != nil {
+			return err
+		}
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if err := s.WaitSwitched(sctx, m); err != nil {
+			return err
+		}
+		settled = m
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wait for the sentinels to settle: %w", err)
+	}
+	return settled, nil
+}
+
+// ReplicaOf returns nil when p reports itself a replica of master with its
+// link up.
+func ReplicaOf(ctx context.Context, p, master *Proc) error {
+	r, err := p.Replication(ctx)
+	if err != nil {
+		return err
+	}
+	if r.Role != "slave" || r.MasterPort != master.Port || !r.LinkUp {
+		return fmt.Errorf("%s does not replicate from %s (role %s, master port %d, link up %v)", p.Name, master.Name, r.Role, r.MasterPort, r.LinkUp)
+	}
+	return nil
+}
+
 // Replicated returns nil when master reports role master with every
 // other Redis node of the stack connected, and each of those reports
 // itself a replica of master with its link up; otherwise it says what is
@@ -130,12 +177,8 @@ func (s *Stack) Replicated(ctx context.Context, master *Proc) error {
 		if p.Name == master.Name {
 			continue
 		}
-		r, err := p.Replication(ctx)
-		if err != nil {
+		if err := ReplicaOf(ctx, p, master); err != nil {
 			return err
-		}
-		if r.Role != "slave" || r.MasterPort != master.Port || !r.LinkUp {
-			return fmt.Errorf("%s: role %s, master port %d (want %d), link up %v", p.Name, r.Role, r.MasterPort, master.Port, r.LinkUp)
 		}
 	}
 	return nil
