@@ -61,11 +61,15 @@ type Config struct {
 
 	// L1Size bounds the in-process cache in entries and L1Bytes in bytes
 	// (an estimate of what its entries hold: URLs are up to 2 KiB, so a
-	// count alone bounds no memory); L1TTL is how long a link stays there,
-	// L1NegativeTTL how long "no such code" does.
+	// count alone bounds no memory); L1TTL is how long a link stays there
+	// while this instance keeps up with the invalidation outbox, and
+	// L1UnsyncedTTL how long an entry is trusted while it cannot show
+	// that it does (sync.go); L1NegativeTTL is how long "no such code"
+	// stays.
 	L1Size        int
 	L1Bytes       int64
 	L1TTL         time.Duration
+	L1UnsyncedTTL time.Duration
 	L1NegativeTTL time.Duration
 
 	// ReplayInterval is how often pending invalidations are read from
@@ -87,12 +91,17 @@ func (c Config) Validate() error {
 		field string
 		v     time.Duration
 	}{
-		{"TTL", c.TTL}, {"L1TTL", c.L1TTL}, {"L1NegativeTTL", c.L1NegativeTTL},
+		{"TTL", c.TTL}, {"L1TTL", c.L1TTL}, {"L1UnsyncedTTL", c.L1UnsyncedTTL}, {"L1NegativeTTL", c.L1NegativeTTL},
 		{"ReplayInterval", c.ReplayInterval}, {"InvalidationGrace", c.InvalidationGrace},
 	} {
 		if d.v <= 0 {
 			errs = append(errs, shortener.Invalid(d.field, "must be positive, got %s", d.v))
 		}
+	}
+	// Every record stays in the outbox at least the grace, so reads
+	// less than half of it apart miss none (sync.go).
+	if c.ReplayInterval > 0 && c.InvalidationGrace > 0 && c.ReplayInterval >= syncBound(c.InvalidationGrace) {
+		errs = append(errs, shortener.Invalid("ReplayInterval", "must be less than half the InvalidationGrace (%s), got %s", c.InvalidationGrace, c.ReplayInterval))
 	}
 	if c.L1Size <= 0 {
 		errs = append(errs, shortener.Invalid("L1Size", "must be positive, got %d", c.L1Size))
@@ -119,6 +128,7 @@ type Cache struct {
 	flight       singleflight.Group
 	pending      pendingSet
 	gens         *generations
+	sync         outboxSync // sync.go
 	fills        chan fill
 	// sentinels answer how many replicas the master has (replicas.go)
 	// and tell of failovers (events.go).
@@ -173,7 +183,8 @@ func New(cfg Config, origin Origin, outbox Outbox, log *slog.Logger, reg prometh
 		fills:        make(chan fill, fillQueue),
 		limits:       newLimits(),
 	}
-	c.l1 = newL1(cfg.L1Size, cfg.L1Bytes, cfg.L1TTL, cfg.L1NegativeTTL, func() time.Time { return c.now() })
+	c.sync.born, c.sync.bound = c.now(), syncBound(cfg.InvalidationGrace)
+	c.l1 = newL1(cfg.L1Size, cfg.L1Bytes, cfg.L1TTL, cfg.L1NegativeTTL, func() time.Time { return c.now() }, c.since)
 	c.read = sentinel.NewClient(cfg.Redis, sentinel.Replicas, sentinel.NewBreaker(cfg.Redis, breakerRead, m.breakers, log))
 	c.write = sentinel.NewClient(cfg.Redis, sentinel.Master, sentinel.NewBreaker(cfg.Redis, breakerWrite, m.breakers, log))
 	c.reads = newReads(c.read, cfg.Redis.Timeout, func(n int) { m.readKeys.Observe(float64(n)) })
@@ -197,7 +208,7 @@ func (c *Cache) BreakerStates() (read, write string) {
 // the counts of the shared rate limits.
 func (c *Cache) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	for _, fn := range []func(context.Context){c.watchSentinels, c.subscribe, c.replay, c.writeFills, c.sendTakes, c.probeStalls} {
+	for _, fn := range []func(context.Context){c.watchSentinels, c.subscribe, c.followOutbox, c.replay, c.writeFills, c.sendTakes, c.probeStalls} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -237,14 +248,18 @@ func (c *Cache) probeStalls(ctx context.Context) {
 func (c *Cache) Resolve(ctx context.Context, code string) (shortener.Link, error) {
 	c.m.lookups.Inc()
 	if e, ok := c.l1.get(code); ok {
-		if !e.found {
+		switch {
+		case !e.found:
 			c.m.l1NegHit.Inc()
 			return shortener.Link{}, fmt.Errorf("get link %s: %w", code, shortener.ErrNotFound)
+		case c.trusted(e):
+			c.m.l1Hit.Inc()
+			return e.link, nil
 		}
-		c.m.l1Hit.Inc()
-		return e.link, nil
+		c.m.l1Untrusted.Inc() // older than L1UnsyncedTTL while out of sync: looked up again
+	} else {
+		c.m.l1Miss.Inc()
 	}
-	c.m.l1Miss.Inc()
 
 	// Read before any tier: an invalidation from here on moves it, and
 	// what this lookup read is then not put into L1.

@@ -130,7 +130,7 @@ func testConfig(mods ...func(*Config)) Config {
 			BreakerFailures: 5, BreakerWindow: 10, BreakerDelay: time.Second, BreakerSuccesses: 3,
 		},
 		TTL:    24 * time.Hour,
-		L1Size: 100_000, L1Bytes: 48 << 20, L1TTL: 5 * time.Second, L1NegativeTTL: time.Second,
+		L1Size: 100_000, L1Bytes: 48 << 20, L1TTL: 5 * time.Minute, L1UnsyncedTTL: 5 * time.Second, L1NegativeTTL: time.Second,
 		ReplayInterval: 500 * time.Millisecond, InvalidationGrace: 3 * time.Second,
 	}
 	for _, mod := range mods {
@@ -155,6 +155,9 @@ func TestConfigValidate(t *testing.T) {
 		{"zero L1 TTL", func(c *Config) { c.L1TTL = 0 }, "L1TTL must be positive"},
 		{"zero negative TTL", func(c *Config) { c.L1NegativeTTL = 0 }, "L1NegativeTTL must be positive"},
 		{"zero replay", func(c *Config) { c.ReplayInterval = 0 }, "ReplayInterval must be positive"},
+		{"zero unsynced TTL", func(c *Config) { c.L1UnsyncedTTL = 0 }, "L1UnsyncedTTL must be positive"},
+		{"replay too slow to stay in sync", func(c *Config) { c.ReplayInterval = 1500 * time.Millisecond },
+			"ReplayInterval must be less than half the InvalidationGrace (3s), got 1.5s"},
 		{"zero grace", func(c *Config) { c.InvalidationGrace = 0 }, "InvalidationGrace must be positive"},
 		{"zero L1 size", func(c *Config) { c.L1Size = 0 }, "L1Size must be positive"},
 		{"L1 bytes below an entry", func(c *Config) { c.L1Bytes = 100 }, "L1Bytes must be at least 370 (one entry), got 100"},

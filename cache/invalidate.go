@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"shortener"
-	"strings"
 	"sync"
 	"time"
 
@@ -141,11 +140,14 @@ func (c *Cache) send(ctx context.Context, codes []string) bool {
 	return true
 }
 
-// replay reads the pending invalidations from MySQL every ReplayInterval
-// and sends them to Redis. A record is removed only once it is older than
-// InvalidationGrace (by MySQL's clock) and Redis took it, so each is sent at least twice: the
-// second DEL beats a fill by any instance that read the link from MySQL
-// just before the delete committed.
+// replay sends the pending invalidations that the last outbox read found
+// (followOutbox, sync.go) to Redis every ReplayInterval. A record is
+// removed only once it is older than InvalidationGrace (by MySQL's clock)
+// and Redis took it, so each is sent at least twice: the second DEL beats
+// a fill by any instance that read the link from MySQL just before the
+// delete committed. Reading and sending are apart so that a slow send
+// (replicas that do not acknowledge) never delays the reads that keep
+// this instance in sync.
 //
 // The same tick probes the master while the write breaker is not closed:
 // fills are skipped then, so without a probe nothing would ever give the
@@ -180,43 +182,22 @@ func (c *Cache) LoadPending(ctx context.Context) error {
 	if c.outbox == nil {
 		return nil
 	}
-	invs, err := c.outbox.PendingInvalidations(ctx)
-	if err != nil {
+	if err := c.readOutbox(ctx); err != nil {
 		return fmt.Errorf("load pending invalidations: %w", err)
 	}
-	now := c.now()
-	for _, inv := range invs {
-		c.pending.add(inv.Code, now)
-	}
-	c.m.pending.Set(float64(c.pending.len()))
 	return nil
 }
 
 // sendBatch bounds the codes sent in one round trip.
 const sendBatch = 500
 
+// replayOnce sends the codes of the last outbox read.
 func (c *Cache) replayOnce(ctx context.Context) {
-	invs, err := c.outbox.PendingInvalidations(ctx)
-	if err != nil {
-		c.log.Debug("read pending invalidations", "err", err)
-		return // MySQL is down: keep the set as it is
-	}
-	c.m.replayed.Set(float64(c.now().UnixMilli()) / 1e3)
-	for _, code := range c.pending.replace(invs, c.now(), c.cfg.InvalidationGrace) {
-		c.forget(code) // deleted elsewhere; maybe its message was lost
-	}
-	c.m.pending.Set(float64(c.pending.len()))
-	seen := make(map[string]bool, len(invs))
-	var codes []string
-	for _, inv := range invs {
-		if !seen[inv.Code] {
-			seen[inv.Code] = true
-			codes = append(codes, inv.Code)
-		}
-	}
-	if len(codes) == 0 {
+	p := c.sync.send.Load()
+	if p == nil || len(*p) == 0 {
 		return
 	}
+	codes := *p
 	// Every replica Sentinel knows must apply the DEL before a record is
 	// done (replicas.go); if the sentinels cannot say, nothing is done.
 	want, werr := c.sentinels.KnownReplicas(ctx)
@@ -235,20 +216,4 @@ func (c *Cache) replayOnce(ctx context.Context) {
 			c.log.Debug("mark invalidations done", "err", err)
 		}
 	}
-}
-
-// subscribe drops L1 entries that other instances invalidate. Whenever the
-// subscription is re-established, messages may have been missed while it
-// was down, so the whole L1 is dropped: it refills from Redis in moments.
-func (c *Cache) subscribe(ctx context.Context) {
-	c.write.Subscribe(ctx, invalidationChannel, func(payload string) {
-		// One code (an invalidation) or several (fills announcing links
-		// just created), space-separated.
-		for code := range strings.FieldsSeq(payload) {
-			c.forget(code)
-		}
-	}, func() {
-		c.gens.bumpAll(c.l1.dropAll)
-		c.log.Info("invalidation channel resubscribed; L1 dropped")
-	})
 }

@@ -16,19 +16,24 @@ type l1Entry struct {
 	link  shortener.Link
 	found bool
 	ttl   time.Duration
+	at    time.Duration // when it was put, on the cache's clock (since)
 }
 
 // l1 is an in-process cache (W-TinyLFU, via otter) in front of Redis,
-// bounded both in entries and in bytes (l1Weigher). Its TTL is short
-// because other instances' deletes reach it by message, and a message can
-// be lost while Redis is down; the TTL bounds how long such a miss can
-// matter. Negative entries are shorter still:
-// they only exist so that scanners probing random codes cannot drive MySQL.
+// bounded both in entries and in bytes (l1Weigher). Other instances'
+// deletes and edits reach it by message, and a message can be lost; what
+// bounds how long such a loss can matter is the outbox, which every
+// instance reads (sync.go), not the TTL: an entry older than the
+// unsynced TTL is trusted only while this instance keeps reading the
+// outbox in time. Negative entries are short: no outbox records
+// creates, and they only exist so that scanners probing random codes
+// cannot drive MySQL.
 type l1 struct {
 	c      *otter.Cache[string, l1Entry]
 	ttl    time.Duration
 	negTTL time.Duration
 	now    func() time.Time
+	since  func() time.Duration // the cache's clock, for an entry's age
 }
 
 // l1EntryOverhead is what an L1 entry costs besides the bytes of its
@@ -61,7 +66,7 @@ func l1Weigher(size int, maxBytes int64) func(string, l1Entry) uint32 {
 	}
 }
 
-func newL1(size int, maxBytes int64, ttl, negTTL time.Duration, now func() time.Time) *l1 {
+func newL1(size int, maxBytes int64, ttl, negTTL time.Duration, now func() time.Time, since func() time.Duration) *l1 {
 	return &l1{
 		c: otter.Must(&otter.Options[string, l1Entry]{
 			MaximumWeight: uint64(maxBytes),
@@ -73,6 +78,7 @@ func newL1(size int, maxBytes int64, ttl, negTTL time.Duration, now func() time.
 		ttl:    ttl,
 		negTTL: negTTL,
 		now:    now,
+		since:  since,
 	}
 }
 
@@ -104,11 +110,11 @@ func (c *l1) put(l shortener.Link) {
 			ttl = until
 		}
 	}
-	c.c.Set(l.Code, l1Entry{link: l, found: true, ttl: ttl})
+	c.c.Set(l.Code, l1Entry{link: l, found: true, ttl: ttl, at: c.since()})
 }
 
 func (c *l1) putMissing(code string) {
-	c.c.Set(code, l1Entry{ttl: jittered(c.negTTL)})
+	c.c.Set(code, l1Entry{ttl: jittered(c.negTTL), at: c.since()})
 }
 
 func (c *l1) drop(code string) { c.c.Invalidate(code) }

@@ -35,12 +35,12 @@ func fillL1(c *l1, n, urlLen int) {
 // as the first, five times the memory.
 func TestL1BoundedInEntriesAndBytes(t *testing.T) {
 	const size, maxBytes = 1000, 1000 * 600
-	short := newL1(size, maxBytes, time.Hour, time.Second, time.Now)
+	short := newL1(size, maxBytes, time.Hour, time.Second, time.Now, func() time.Duration { return 0 })
 	fillL1(short, 2*size, 40)
 	if n := short.c.EstimatedSize(); n < size-1 || n > size {
 		t.Errorf("40-byte URLs: %d entries, want %d (the entry bound)", n, size)
 	}
-	long := newL1(size, maxBytes, time.Hour, time.Second, time.Now)
+	long := newL1(size, maxBytes, time.Hour, time.Second, time.Now, func() time.Duration { return 0 })
 	fillL1(long, 2*size, 2000)
 	want := maxBytes / l1Bytes("c000000", l1Entry{link: l1Link(0, 2000), found: true})
 	if n := long.c.EstimatedSize(); n < 1 || int64(n) > want {
@@ -78,7 +78,7 @@ func BenchmarkL1Memory(b *testing.B) {
 				var before, after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
-				c := newL1(100_000, 48<<20, time.Hour, time.Second, time.Now)
+				c := newL1(100_000, 48<<20, time.Hour, time.Second, time.Now, func() time.Duration { return 0 })
 				fillL1(c, 100_000, urlLen)
 				runtime.GC()
 				runtime.ReadMemStats(&after)

@@ -17,7 +17,8 @@ type metrics struct {
 	l1      *prometheus.CounterVec // result: hit, negative_hit, miss
 	// The L1 outcomes, resolved once: every redirect counts one, and a
 	// label lookup per request is work the hot path need not do.
-	l1Hit, l1NegHit, l1Miss prometheus.Counter
+	l1Hit, l1NegHit, l1Miss, l1Untrusted prometheus.Counter
+	l1Flushes                            *prometheus.CounterVec
 	redis                   *prometheus.CounterVec // role, result: hit, miss, error, skipped
 	redisWait               prometheus.Histogram   // seconds a lookup spent on Redis
 	readKeys                prometheus.Histogram   // keys per MGET of the lookups
@@ -97,8 +98,12 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 		}),
 		l1: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shortener_l1_lookups_total",
-			Help: "In-process cache lookups by result: hit, negative_hit (known missing code), miss.",
+			Help: "In-process cache lookups by result: hit, negative_hit (known missing code), miss, untrusted (an entry older than the unsynced TTL while this instance is out of sync with the invalidation outbox: looked up again).",
 		}, []string{"result"}),
+		l1Flushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shortener_l1_flushes_total",
+			Help: "Times this instance dropped its whole in-process cache, by reason: resubscribed (the invalidation channel was re-established), unsynced (the invalidation outbox went unread for longer than half the invalidation grace), requested (a flush sent to every instance).",
+		}, []string{"reason"}),
 		redis: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shortener_redis_lookups_total",
 			Help: "Redis lookups by node role and result: hit, miss, error, or skipped (breaker not closed, or invalidation pending).",
@@ -151,7 +156,7 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 			Help: "Admitted creates counted against the shared rate limits in Redis, off the request path: ok, error, skipped (write breaker not closed), dropped (queue full).",
 		}, []string{"result"}),
 	}
-	for _, c := range []prometheus.Collector{m.lookups, m.l1, m.redis, m.redisWait, m.readKeys, m.stalls, m.fills, m.origin, m.shared,
+	for _, c := range []prometheus.Collector{m.lookups, m.l1, m.l1Flushes, m.redis, m.redisWait, m.readKeys, m.stalls, m.fills, m.origin, m.shared,
 		m.events, m.pending, m.replayed, m.invalidated, m.limits} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -165,6 +170,10 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 	}
 	// Start every series at zero so a scrape shows them before they move.
 	m.l1Hit, m.l1NegHit, m.l1Miss = m.l1.WithLabelValues("hit"), m.l1.WithLabelValues("negative_hit"), m.l1.WithLabelValues("miss")
+	m.l1Untrusted = m.l1.WithLabelValues("untrusted")
+	for _, r := range []string{flushResubscribed, flushUnsynced, flushRequested} {
+		m.l1Flushes.WithLabelValues(r)
+	}
 	for _, r := range []string{resultHit, resultMiss, resultError, resultSkipped} {
 		m.redis.WithLabelValues(roleReplica, r)
 	}

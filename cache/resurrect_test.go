@@ -97,7 +97,9 @@ func TestEveryPendingInvalidationBypasses(t *testing.T) {
 	}
 	c := newOfflineCache(t, testLinks(1), testConfig())
 	c.outbox = out
-	c.replayOnce(context.Background())
+	if err := c.readOutbox(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	for _, code := range []string{"d0", "d999", "d1000", "d2499"} {
 		if !c.pending.has(code) {
 			t.Errorf("%s is not pending, so its lookups would read Redis", code)
@@ -345,7 +347,7 @@ func TestCreateLimitDoesNotWaitOnAFrozenMaster(t *testing.T) {
 // The sequence repeats, each time with a fresh code.
 func TestDeletePendingUntilEveryReplicaApplied(t *testing.T) {
 	c, _, s := newTestCache(t, testConfig(func(c *Config) {
-		c.ReplayInterval, c.InvalidationGrace = 50*time.Millisecond, 100*time.Millisecond
+		c.ReplayInterval, c.InvalidationGrace = 50*time.Millisecond, 150*time.Millisecond
 	}))
 	out := c.outbox.(*fakeOutbox)
 	ctx := context.Background()
@@ -433,13 +435,17 @@ func TestInvalidationsReadTime(t *testing.T) {
 	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
 	c.now = func() time.Time { return now }
 	c.outbox = &fakeOutbox{}
-	c.replayOnce(context.Background())
+	if err := c.readOutbox(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if got := testutil.ToFloat64(c.m.replayed); got != float64(now.Unix()) {
 		t.Fatalf("after a read: %v, want %v", got, float64(now.Unix()))
 	}
 	c.outbox = &downOutbox{}
 	now = now.Add(time.Minute)
-	c.replayOnce(context.Background())
+	if err := c.readOutbox(context.Background()); err == nil {
+		t.Fatal("a read of an outbox that is down succeeded")
+	}
 	if got := testutil.ToFloat64(c.m.replayed); got != float64(now.Add(-time.Minute).Unix()) {
 		t.Errorf("after a failed read: %v, want the last good read's time", got)
 	}

@@ -130,8 +130,9 @@ func newRedisTier(s *stack.Stack, st *store.Store) (*redisTier, error) {
 			BreakerFailures: 1000, BreakerWindow: 1000, BreakerDelay: time.Second, BreakerSuccesses: 1,
 		},
 		TTL:    24 * time.Hour,
-		L1Size: 1, L1Bytes: 1 << 20, L1TTL: time.Second, L1NegativeTTL: time.Second,
-		ReplayInterval: time.Hour, InvalidationGrace: time.Second,
+		L1Size: 1, L1Bytes: 1 << 20, L1TTL: time.Second, L1UnsyncedTTL: time.Second, L1NegativeTTL: time.Second,
+		ReplayInterval: 100 * time.Millisecond, InvalidationGrace: time.Second, // never run: it has no outbox
+
 	}, st, nil, slog.New(slog.DiscardHandler), reg)
 	if err != nil {
 		return nil, err

@@ -61,7 +61,6 @@ type options struct {
 	golink              string
 	rounds              int
 	duration, ramp      time.Duration
-	settle              time.Duration
 	threads, conns      int
 	links, hot          int
 	zipf                float64
@@ -78,7 +77,6 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each row runs once per round and the report gives medians")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "length of each run")
 	fs.DurationVar(&o.ramp, "ramp", time.Minute, "after the rounds, load the million links from cold for this long, in runs of -duration, to show Redis filling (0: skip)")
-	fs.DurationVar(&o.settle, "settle", 6*time.Second, "wait after emptying Redis; longer than the apps' L1 TTL (SHORTENER_L1_TTL)")
 	fs.IntVar(&o.threads, "threads", 1, "wrk threads")
 	fs.IntVar(&o.conns, "conns", 32, "wrk connections (a closed loop: each waits for its answer)")
 	fs.IntVar(&o.links, "links", 1_000_000, "links bulk-loaded into MySQL for the working-set rows")
@@ -114,7 +112,6 @@ type env struct {
 	apiKey  string
 	runID   string
 	links   int
-	settle  time.Duration
 	round   int
 	warm    bool // Redis holds every bench link (this round)
 	// minimalNginxPid is the master of the minimal servers' nginx;
@@ -243,7 +240,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}}
 	e := &env{
 		stack: s, store: st, redis: tier, wrk: w, proc: proc, apiKey: strings.TrimSpace(string(key)),
-		runID: started.UTC().Format("20060102T150405"), links: o.links, settle: o.settle, rep: rep, out: stdout,
+		runID: started.UTC().Format("20060102T150405"), links: o.links, rep: rep, out: stdout,
 		minimalNginxPid: m.proxy.pid(), minimalPids: m.pids(), capacity: capa, countingOff: off, analyticsOff: anOff,
 		targets: map[string]string{
 			targetNginx: s.BaseURL(), targetApp: "http://" + s.Apps()[0].Addr(),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"shortener/internal/chaos"
+	"shortener/internal/stack"
 )
 
 // row is one line of the report: one load against one target, run once
@@ -144,16 +145,56 @@ func roundOrder(selected []row, n int) []int {
 	return order
 }
 
-// makeCold empties Redis of the bench's links and waits out the apps' L1
-// TTL, so the row starts with MySQL as the only tier that has them.
+// makeCold empties Redis of the bench's links and has every app drop its
+// L1 (an entry lives minutes while the app keeps up with the invalidation
+// outbox), so the row starts with MySQL as the only tier that has them.
 func makeCold(ctx context.Context, e *env) error {
 	n, err := e.redis.cold(ctx)
 	if err != nil {
 		return err
 	}
 	e.warm = false
-	e.logf("  redis: %s bench keys deleted; waiting %s for the apps' L1 to expire", keysString(n), e.settle)
-	return sleep(ctx, e.settle)
+	e.logf("  redis: %s bench keys deleted; every app's L1 dropped", keysString(n))
+	return e.flushL1s(ctx)
+}
+
+// flushL1s sends the flush on the invalidation channel and waits until
+// each of the stack's apps has dropped its L1 (its flush counter moved).
+func (e *env) flushL1s(ctx context.Context) error {
+	const flushes = "shortener_l1_flushes_total"
+	client := &http.Client{Timeout: 2 * time.Second}
+	count := func(addr string) (float64, error) {
+		m, err := chaos.Scrape(ctx, client, "http://"+addr)
+		if err != nil {
+			return 0, err
+		}
+		return m.Sum(flushes, "reason", "requested"), nil
+	}
+	before := map[string]float64{}
+	for _, a := range e.stack.Apps() {
+		n, err := count(a.Addr())
+		if err != nil {
+			return fmt.Errorf("flush L1s: %w", err)
+		}
+		before[a.Addr()] = n
+	}
+	if _, err := e.redis.cache.FlushL1s(ctx); err != nil {
+		return fmt.Errorf("flush L1s: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return stack.Poll(pctx, 50*time.Millisecond, func(context.Context) error {
+		for addr, was := range before {
+			n, err := count(addr)
+			if err != nil {
+				return err
+			}
+			if n <= was {
+				return fmt.Errorf("the app on %s has not dropped its L1", addr)
+			}
+		}
+		return nil
+	})
 }
 
 // makeWarm writes every bench link to Redis unless this round did already.

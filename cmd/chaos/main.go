@@ -82,7 +82,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	fs.DurationVar(&c.Fault, "fault", c.Fault, "fault phase (at least; the heal ends it)")
 	fs.DurationVar(&c.Recovery, "recovery", c.Recovery, "recovery phase after the heal")
 	fs.DurationVar(&c.RedisTimeout, "redis-timeout", c.RedisTimeout, "the apps' SHORTENER_REDIS_TIMEOUT, which the checks measure against")
-	fs.DurationVar(&c.L1TTL, "l1-ttl", c.L1TTL, "the apps' SHORTENER_L1_TTL, for the MySQL load bound")
+	fs.DurationVar(&c.L1TTL, "l1-ttl", c.L1TTL, "the shortest an app's L1 entry answers (SHORTENER_L1_UNSYNCED_TTL, or SHORTENER_L1_TTL if shorter), for the MySQL load bound")
 	fs.DurationVar(&c.MySQLTimeout, "mysql-timeout", c.MySQLTimeout, "the apps' SHORTENER_MYSQL_TIMEOUT, for the fast-503 check")
 	fs.DurationVar(&c.ScrapeEvery, "scrape", c.ScrapeEvery, "how often each app's /metrics is read")
 	fs.BoolVar(&c.EnforceTiming, "enforce-timing", c.EnforceTiming, "let checks of wall-clock time (latency bounds, failover times) decide whether a row holds")

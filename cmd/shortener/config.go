@@ -145,9 +145,10 @@ func (c *Config) settings() []setting {
 		{"redis-ttl", &c.Cache.TTL, 24 * time.Hour, "how long a link stays in Redis"},
 		{"l1-size", &c.Cache.L1Size, 100_000, "in-process cache size (entries)"},
 		{"l1-bytes", &c.Cache.L1Bytes, int64(48 << 20), "in-process cache size (bytes its entries hold, estimated; with -l1-size, whichever binds first)"},
-		{"l1-ttl", &c.Cache.L1TTL, 5 * time.Second, "how long a link stays in the in-process cache"},
+		{"l1-ttl", &c.Cache.L1TTL, 5 * time.Minute, "how long a link stays in the in-process cache while this instance reads the invalidation outbox in time (every delete and edit reaches it within one read even if its message is lost)"},
+		{"l1-unsynced-ttl", &c.Cache.L1UnsyncedTTL, 5 * time.Second, "how long an in-process cache entry is trusted while this instance has not read the invalidation outbox for half the invalidation grace (MySQL unreachable from it); older entries are looked up again"},
 		{"l1-negative-ttl", &c.Cache.L1NegativeTTL, time.Second, "how long an unknown code is remembered as unknown"},
-		{"invalidation-replay", &c.Cache.ReplayInterval, 500 * time.Millisecond, "how often pending invalidations are sent to Redis again"},
+		{"invalidation-replay", &c.Cache.ReplayInterval, 500 * time.Millisecond, "how often the pending invalidations are read from MySQL and sent to Redis again; under half the invalidation grace, or no read could show that none was missed"},
 		{"invalidation-grace", &c.Cache.InvalidationGrace, 3 * time.Second, "how long an invalidation stays pending, so it is sent at least twice"},
 
 		{"trending-tick", &c.Trending.Tick, 2 * time.Second, "how often counted clicks are sent to Redis's trending sets"},

@@ -32,8 +32,10 @@ type Config struct {
 	// to inject extends it) and recovery.
 	Warmup, Steady, Fault, Recovery time.Duration
 	// RedisTimeout, L1TTL and MySQLTimeout are the apps' settings
-	// (SHORTENER_REDIS_TIMEOUT, _L1_TTL, _MYSQL_TIMEOUT); the verdicts
-	// measure against them.
+	// (SHORTENER_REDIS_TIMEOUT, _L1_UNSYNCED_TTL, _MYSQL_TIMEOUT); the
+	// verdicts measure against them. L1TTL is the shortest an L1 entry
+	// answers: the unsynced TTL (an app cut off from MySQL looks its
+	// older entries up again), or SHORTENER_L1_TTL if that is shorter.
 	RedisTimeout, L1TTL, MySQLTimeout time.Duration
 	// ScrapeEvery is how often each app's /metrics is read.
 	ScrapeEvery time.Duration

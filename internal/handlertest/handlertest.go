@@ -46,7 +46,7 @@ func Cache(tb testing.TB, origin OneLink, log *slog.Logger) *cache.Cache {
 			BreakerFailures: 5, BreakerWindow: 10, BreakerDelay: time.Second, BreakerSuccesses: 3,
 		},
 		TTL:    time.Hour,
-		L1Size: 1000, L1Bytes: 1 << 20, L1TTL: time.Hour, L1NegativeTTL: time.Second,
+		L1Size: 1000, L1Bytes: 1 << 20, L1TTL: time.Hour, L1UnsyncedTTL: 5 * time.Second, L1NegativeTTL: time.Second,
 		ReplayInterval: time.Second, InvalidationGrace: 3 * time.Second,
 	}, origin, nil, log, prometheus.NewRegistry())
 	if err != nil {
