@@ -19,19 +19,19 @@ type metrics struct {
 	// label lookup per request is work the hot path need not do.
 	l1Hit, l1NegHit, l1Miss, l1Untrusted prometheus.Counter
 	l1Flushes                            *prometheus.CounterVec
-	redis                   *prometheus.CounterVec // role, result: hit, miss, error, skipped
-	redisWait               prometheus.Histogram   // seconds a lookup spent on Redis
-	readKeys                prometheus.Histogram   // keys per MGET of the lookups
-	stalls                  prometheus.Histogram   // seconds the stall probe's timer fired late
-	fills                   *prometheus.CounterVec // result: ok, error, skipped, dropped
-	origin                  *prometheus.CounterVec // result: found, not_found, error (one per query)
-	shared                  prometheus.Counter
-	breakers                *sentinel.Metrics      // read, write
-	events                  *prometheus.CounterVec // event
-	pending                 prometheus.Gauge
-	replayed                prometheus.Gauge
-	invalidated             *prometheus.CounterVec // result: sent, error
-	limits                  *prometheus.CounterVec // result: ok, error, skipped, dropped
+	redis                                *prometheus.CounterVec // role, result: hit, miss, error, skipped
+	redisWait                            prometheus.Histogram   // seconds a lookup spent on Redis
+	readKeys                             prometheus.Histogram   // keys per MGET of the lookups
+	stalls                               prometheus.Histogram   // seconds the stall probe's timer fired late
+	fills                                *prometheus.CounterVec // result: ok, error, skipped, dropped
+	origin                               *prometheus.CounterVec // result: found, not_found, error (one per query)
+	shared                               prometheus.Counter
+	breakers                             *sentinel.Metrics      // read, write
+	events                               *prometheus.CounterVec // event
+	pending                              prometheus.Gauge
+	replayed                             prometheus.Gauge
+	invalidated                          *prometheus.CounterVec // result: sent, error
+	limits                               *prometheus.CounterVec // result: ok, error, skipped, dropped
 }
 
 // waitBuckets are the Redis lookup histogram's bounds, in deadlines. What
