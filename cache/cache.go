@@ -17,6 +17,9 @@
 //     record is replayed to Redis until it lands, and codes with a pending
 //     invalidation bypass Redis, so a deleted link never comes back from a
 //     stale Redis entry.
+//   - A lost message must not cost more than one outbox read: every
+//     instance reads the records often enough to miss none, and its L1
+//     entries live long only while it does (sync.go).
 package cache
 
 import (
@@ -254,7 +257,7 @@ func (c *Cache) Resolve(ctx context.Context, code string) (shortener.Link, error
 			return shortener.Link{}, fmt.Errorf("get link %s: %w", code, shortener.ErrNotFound)
 		case c.trusted(e):
 			c.m.l1Hit.Inc()
-			return e.link, nil
+			return e.link(code), nil
 		}
 		c.m.l1Untrusted.Inc() // older than L1UnsyncedTTL while out of sync: looked up again
 	} else {

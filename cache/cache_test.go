@@ -160,7 +160,7 @@ func TestConfigValidate(t *testing.T) {
 			"ReplayInterval must be less than half the InvalidationGrace (3s), got 1.5s"},
 		{"zero grace", func(c *Config) { c.InvalidationGrace = 0 }, "InvalidationGrace must be positive"},
 		{"zero L1 size", func(c *Config) { c.L1Size = 0 }, "L1Size must be positive"},
-		{"L1 bytes below an entry", func(c *Config) { c.L1Bytes = 100 }, "L1Bytes must be at least 370 (one entry), got 100"},
+		{"L1 bytes below an entry", func(c *Config) { c.L1Bytes = 100 }, "L1Bytes must be at least 260 (one entry), got 100"},
 	}
 	for _, tt := range tests {
 		_, err := New(testConfig(tt.mod), testLinks(1), nil, quietLog(), prometheus.NewRegistry())

@@ -9,14 +9,51 @@ import (
 	"github.com/maypok86/otter/v2"
 )
 
-// l1Entry is what the in-process cache keeps for a code: the link, or the
-// fact that no link has the code (a negative entry), and how long to keep
-// it.
+// l1Entry is what the in-process cache keeps for a code: what a redirect
+// decides by (as Redis keeps it: encode), or the fact that no link has
+// the code (a negative entry), how long to keep it and when it was put.
+// It is about a third the size of a shortener.Link (no owner, tags or
+// creation time, times as Unix milliseconds), so the same memory holds
+// more entries.
 type l1Entry struct {
-	link  shortener.Link
-	found bool
-	ttl   time.Duration
-	at    time.Duration // when it was put, on the cache's clock (since)
+	url, passwordHash string
+	id, maxVisits     int64
+	expires, deleted  int64 // Unix milliseconds; 0: none
+	ttl               time.Duration
+	at                time.Duration // when it was put, on the cache's clock (since)
+	redirect          int32
+	found, disabled   bool
+}
+
+// l1Found is the entry of a link.
+func l1Found(l shortener.Link) l1Entry {
+	return l1Entry{url: l.URL, passwordHash: l.PasswordHash, id: l.ID, maxVisits: l.MaxVisits,
+		expires: unixMilli(l.ExpiresAt), deleted: unixMilli(l.DeletedAt),
+		redirect: int32(l.Redirect), found: true, disabled: l.Disabled}
+}
+
+// link is the link the entry keeps, with what a redirect decides by: a
+// lookup answered from Redis has no more.
+func (e l1Entry) link(code string) shortener.Link {
+	return shortener.Link{ID: e.id, Code: code, URL: e.url, Redirect: int(e.redirect),
+		ExpiresAt: fromUnixMilli(e.expires), DeletedAt: fromUnixMilli(e.deleted),
+		Disabled: e.disabled, MaxVisits: e.maxVisits, PasswordHash: e.passwordHash}
+}
+
+// unixMilli is t in Unix milliseconds, 0 for the zero time.
+func unixMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// fromUnixMilli is unixMilli's inverse, in UTC.
+func fromUnixMilli(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
 }
 
 // l1 is an in-process cache (W-TinyLFU, via otter) in front of Redis,
@@ -37,21 +74,16 @@ type l1 struct {
 }
 
 // l1EntryOverhead is what an L1 entry costs besides the bytes of its
-// strings: the l1Entry with its Link, otter's node, its slot in otter's
-// map and its share of the frequency sketch. Measured with
-// BenchmarkL1Memory: 482 bytes of heap an entry for a 40-byte URL, a
-// 7-byte code and a 64-byte owner, and 2,490 bytes for a 2,000-byte URL
-// (the allocator rounds a long string up to its size class).
-const l1EntryOverhead = 370
+// strings: the l1Entry, otter's node, its slot in otter's map and its
+// share of the frequency sketch. Measured with BenchmarkL1Memory: 258
+// bytes of heap an entry for a 40-byte URL and a 7-byte code, and 2,266
+// for a 2,000-byte URL (the allocator rounds a long string up to its size
+// class, 2,048 here); rounded up.
+const l1EntryOverhead = 260
 
 // l1Bytes estimates the memory an entry for code holds.
 func l1Bytes(code string, e l1Entry) int64 {
-	l := e.link
-	n := int64(l1EntryOverhead + len(code) + len(l.URL) + len(l.Owner) + len(l.PasswordHash))
-	for _, t := range l.Tags {
-		n += int64(16 + len(t)) // a string header and its bytes
-	}
-	return n // the link's Code is the key's string (put), or empty (putMissing)
+	return int64(l1EntryOverhead + len(code) + len(e.url) + len(e.passwordHash))
 }
 
 // l1Weigher weighs an entry by its bytes, but at least maxBytes/size, so
@@ -110,7 +142,9 @@ func (c *l1) put(l shortener.Link) {
 			ttl = until
 		}
 	}
-	c.c.Set(l.Code, l1Entry{link: l, found: true, ttl: ttl, at: c.since()})
+	e := l1Found(l)
+	e.ttl, e.at = ttl, c.since()
+	c.c.Set(l.Code, e)
 }
 
 func (c *l1) putMissing(code string) {

@@ -42,7 +42,7 @@ func TestL1BoundedInEntriesAndBytes(t *testing.T) {
 	}
 	long := newL1(size, maxBytes, time.Hour, time.Second, time.Now, func() time.Duration { return 0 })
 	fillL1(long, 2*size, 2000)
-	want := maxBytes / l1Bytes("c000000", l1Entry{link: l1Link(0, 2000), found: true})
+	want := maxBytes / l1Bytes("c000000", l1Found(l1Link(0, 2000)))
 	if n := long.c.EstimatedSize(); n < 1 || int64(n) > want {
 		t.Errorf("2,000-byte URLs: %d entries, want 1 to %d (the byte bound)", n, want)
 	}
@@ -53,16 +53,39 @@ func TestL1BoundedInEntriesAndBytes(t *testing.T) {
 
 func TestL1Bytes(t *testing.T) {
 	l := l1Link(0, 40)
-	base := l1Bytes(l.Code, l1Entry{link: l, found: true})
-	if want := int64(l1EntryOverhead + len(l.Code) + len(l.URL) + len(l.Owner)); base != want {
-		t.Errorf("a link without tags or password: %d bytes, want %d", base, want)
+	base := l1Bytes(l.Code, l1Found(l))
+	if want := int64(l1EntryOverhead + len(l.Code) + len(l.URL)); base != want {
+		t.Errorf("a link without a password: %d bytes, want %d", base, want)
 	}
 	l.Tags, l.PasswordHash = []string{"a", "bcd"}, strings.Repeat("h", 60)
-	if got, want := l1Bytes(l.Code, l1Entry{link: l, found: true}), base+16+1+16+3+60; got != want {
-		t.Errorf("with two tags and a password: %d bytes, want %d", got, want)
+	if got, want := l1Bytes(l.Code, l1Found(l)), base+60; got != want {
+		t.Errorf("with a password (tags are not kept): %d bytes, want %d", got, want)
 	}
 	if got, want := l1Bytes("nolink", l1Entry{}), int64(l1EntryOverhead+len("nolink")); got != want {
 		t.Errorf("a negative entry: %d bytes, want %d", got, want)
+	}
+}
+
+// TestL1EntryKeepsTheRedirect: an entry gives back every field a
+// redirect decides by, as Redis does (encode), times to the millisecond.
+func TestL1EntryKeepsTheRedirect(t *testing.T) {
+	at := time.UnixMilli(1_800_000_000_123).UTC()
+	for _, l := range []shortener.Link{
+		{ID: 7, Code: "a", URL: "https://example.com/a b", Redirect: 302},
+		{ID: 8, Code: "b", URL: "https://example.com/b", Redirect: 308, ExpiresAt: at, DeletedAt: at.Add(time.Second),
+			Disabled: true, MaxVisits: 3, PasswordHash: "$2a$10$abc"},
+	} {
+		want := l
+		full := l
+		full.Owner, full.Tags, full.CreatedAt, full.UpdatedAt = "owner", []string{"t"}, at, at
+		if got := l1Found(full).link(l.Code); got.ID != want.ID || got.Code != want.Code || got.URL != want.URL ||
+			got.Redirect != want.Redirect || !got.ExpiresAt.Equal(want.ExpiresAt) || !got.DeletedAt.Equal(want.DeletedAt) ||
+			got.Disabled != want.Disabled || got.MaxVisits != want.MaxVisits || got.PasswordHash != want.PasswordHash {
+			t.Errorf("%s: got %+v, want %+v", l.Code, got, want)
+		}
+		if enc, dec := encode(full), l1Found(full).link(l.Code); encode(dec) != enc {
+			t.Errorf("%s: Redis keeps %q, the L1 entry %q", l.Code, enc, encode(dec))
+		}
 	}
 }
 
