@@ -57,11 +57,11 @@ func (s *Store) update(ctx context.Context, code string, p shortener.LinkPatch, 
 		nullInt(l.MaxVisits), nullString(l.PasswordHash), l.UpdatedAt, l.ID); err != nil {
 		return fail(err)
 	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO invalidations (code, created_at) VALUES (?, NOW(3))", code); err != nil {
-		return fail(fmt.Errorf("record invalidation: %w", err))
-	}
 	if err := recordLinkEvents(ctx, tx, shortener.EventLinkUpdated, l.UpdatedAt, l); err != nil { // webhooks.go
 		return fail(err)
+	}
+	if err := recordInvalidation(ctx, tx, code); err != nil {
+		return shortener.Link{}, fmt.Errorf("update link %s: %w", code, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fail(fmt.Errorf("commit: %w", err))

@@ -50,17 +50,29 @@ func (s *Store) delete(ctx context.Context, code string, now time.Time) error {
 			return fmt.Errorf("delete link %s: %w: %w", code, shortener.ErrUnavailable, err)
 		}
 	}
-	// The record's time is the database's, like the leases': the grace
-	// that keeps it pending is measured on one clock for every instance.
-	if _, err := tx.ExecContext(ctx,
-		"INSERT INTO invalidations (code, created_at) VALUES (?, NOW(3))", code); err != nil {
-		return fmt.Errorf("delete link %s: record invalidation: %w: %w", code, shortener.ErrUnavailable, err)
-	}
 	if err := recordDeleteEvent(ctx, tx, code, now); err != nil { // webhooks.go
 		return fmt.Errorf("delete link %s: %w: %w", code, shortener.ErrUnavailable, err)
 	}
+	if err := recordInvalidation(ctx, tx, code); err != nil {
+		return fmt.Errorf("delete link %s: %w", code, err)
+	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("delete link %s: commit: %w: %w", code, shortener.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// recordInvalidation records code's invalidation in tx, which must then
+// commit at once: it is the last statement of a delete or an edit. The
+// record's time is the database's, like the leases': the grace that keeps
+// it pending is measured on one clock for every instance. NOW(3) is when
+// the statement began, and an instance that reads the outbox less than
+// half the grace after its last read sees every record whose transaction
+// committed within the other half of that time (cache/sync.go), so
+// nothing may run between this statement and the commit.
+func recordInvalidation(ctx context.Context, tx *sql.Tx, code string) error {
+	if _, err := tx.ExecContext(ctx, "INSERT INTO invalidations (code, created_at) VALUES (?, NOW(3))", code); err != nil {
+		return fmt.Errorf("record invalidation: %w: %w", shortener.ErrUnavailable, err)
 	}
 	return nil
 }
