@@ -95,6 +95,17 @@ func Scenarios() []Scenario {
 			Checks: append(masterChecks(0), WithinOneDeadline),
 		},
 		{
+			Name:   "messages-lost",
+			Fault:  "invalidation messages silently lost",
+			Expect: "after a delete's 204 or an edit's 200 no instance serves the old link past 1 s: each hears of it at its next read of the outbox; redirects 0 failed",
+			Does: "drop every packet the Redis master sends to its pub/sub clients (the apps' invalidation subscriptions, CLIENT LIST TYPE pubsub) with iptables: " +
+				"the connections stay open and hear nothing, and the apps notice nothing; the deletes and edits accounts run through the fault phase; " +
+				"at its end check that every such connection still holds bytes the master could not deliver, then remove the rules",
+			Inject: deafenSubscribers,
+			Heal:   healSubscribers,
+			Checks: []Measure{MessagesLost},
+		},
+		{
 			Name:   "redis-slow",
 			Fault:  "every Redis node slow (frozen 300 of 400 ms)",
 			Expect: "redirects 0 failed, p99 within one Redis deadline of steady; creates 0 failed; clicks 0 lost, 0 double; trending Jaccard@10 ≥ 0.9",

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -115,9 +116,52 @@ func (p *Proc) hasRule(ctx context.Context, rule []string) (bool, error) {
 	return err == nil, err
 }
 
+// Deafen drops every packet the server sends to the given client ports
+// (its clients' ends of their connections), with one iptables rule each:
+//
+//	iptables -I INPUT -i lo -p tcp --sport PORT --dport CLIENT -m comment --comment "shortener-stack NAME deafened" -j DROP
+//
+// The connections stay open and the clients' requests still arrive, but
+// nothing comes back: a subscriber on such a connection hears no message
+// and notices nothing, as behind a half-dead link. Heal, Restart and
+// Close undo it.
+func (p *Proc) Deafen(ctx context.Context, clients []int) error {
+	return p.control("deafen", "", func() error {
+		for _, c := range clients {
+			if slices.Contains(p.deaf, c) {
+				continue
+			}
+			if err := p.iptables(ctx, "-I", p.deafRule(c)); err != nil {
+				return err
+			}
+			p.deaf = append(p.deaf, c)
+		}
+		p.s.log.Info("deafened", "proc", p.Name, "port", p.Port, "clients", clients)
+		return nil
+	})
+}
+
+// deafRule is the match and target of the rule that drops what p sends
+// to client.
+func (p *Proc) deafRule(client int) []string {
+	return []string{"-i", "lo", "-p", "tcp", "--sport", strconv.Itoa(p.Port), "--dport", strconv.Itoa(client),
+		"-m", "comment", "--comment", "shortener-stack " + p.Name + " deafened", "-j", "DROP"}
+}
+
 // heal is Heal without the lock.
 func (p *Proc) heal(ctx context.Context) error {
 	healed := false
+	for _, c := range p.deaf {
+		if on, err := p.hasRule(ctx, p.deafRule(c)); err != nil {
+			return err
+		} else if on {
+			if err := p.iptables(ctx, "-D", p.deafRule(c)); err != nil {
+				return err
+			}
+		}
+		healed = true
+	}
+	p.deaf = nil
 	for _, rule := range p.partitionRules() {
 		on, err := p.hasRule(ctx, rule)
 		if err == nil && on {

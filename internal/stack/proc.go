@@ -58,6 +58,9 @@ type Proc struct {
 	// bootstrap is set while a Galera node starts as a new cluster's
 	// first node (startNode); guarded by ctl.
 	bootstrap bool
+	// deaf holds the client ports Deafen cut off from the server; guarded
+	// by ctl.
+	deaf []int
 }
 
 // child is a server started by this process; a goroutine waits for it so

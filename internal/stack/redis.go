@@ -334,3 +334,61 @@ func (p *Proc) UsedMemory(ctx context.Context) (int64, error) {
 	}
 	return n, nil
 }
+
+// PubSubClients returns the ports of the clients subscribed to a channel
+// on p, each its end of its connection (CLIENT LIST TYPE pubsub).
+func (p *Proc) PubSubClients(ctx context.Context) ([]int, error) {
+	var list string
+	err := ask(ctx, p, redis.NewClient, func(ctx context.Context, c *redis.Client) (err error) {
+		list, err = c.Do(ctx, "CLIENT", "LIST", "TYPE", "pubsub").Text()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pubsub clients of %s: %w", p.Name, err)
+	}
+	var ports []int
+	for line := range strings.Lines(list) {
+		for field := range strings.FieldsSeq(line) {
+			addr, ok := strings.CutPrefix(field, "addr=")
+			if !ok {
+				continue
+			}
+			_, port, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, fmt.Errorf("pubsub clients of %s: %q: %w", p.Name, addr, err)
+			}
+			n, err := strconv.Atoi(port)
+			if err != nil {
+				return nil, fmt.Errorf("pubsub clients of %s: %q: %w", p.Name, addr, err)
+			}
+			ports = append(ports, n)
+		}
+	}
+	return ports, nil
+}
+
+// Unsent returns how many bytes the server has sent on its connection to
+// the client port that the client has not acknowledged (the socket's
+// send queue, from /proc/net/tcp): more than zero for long means they do
+// not arrive. ok is false when there is no such connection.
+func (p *Proc) Unsent(client int) (n int, ok bool, err error) {
+	f, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return 0, false, err
+	}
+	local, remote := fmt.Sprintf(":%04X", p.Port), fmt.Sprintf(":%04X", client)
+	for line := range strings.Lines(string(f)) {
+		fields := strings.Fields(line)
+		// sl local_address rem_address st tx_queue:rx_queue …
+		if len(fields) < 5 || !strings.HasSuffix(fields[1], local) || !strings.HasSuffix(fields[2], remote) {
+			continue
+		}
+		tx, _, _ := strings.Cut(fields[4], ":")
+		v, err := strconv.ParseInt(tx, 16, 64)
+		if err != nil {
+			return 0, false, fmt.Errorf("/proc/net/tcp: %q: %w", fields[4], err)
+		}
+		return int(v), true, nil
+	}
+	return 0, false, nil
+}
