@@ -89,8 +89,8 @@ func TestL1EntryKeepsTheRedirect(t *testing.T) {
 	}
 }
 
-// BenchmarkL1Memory fills an L1 of the default bounds (100,000 entries,
-// 48 MiB) and reports the heap it holds, per entry and in all, for the
+// BenchmarkL1Memory fills an L1 of the default bounds (50,000 entries,
+// 24 MiB) and reports the heap it holds, per entry and in all, for the
 // bench's short URLs and for URLs of 2,000 bytes: what l1EntryOverhead
 // and the default byte bound come from. -benchtime=1x is enough: it
 // measures memory, not time.
@@ -101,8 +101,8 @@ func BenchmarkL1Memory(b *testing.B) {
 				var before, after runtime.MemStats
 				runtime.GC()
 				runtime.ReadMemStats(&before)
-				c := newL1(100_000, 48<<20, time.Hour, time.Second, time.Now, func() time.Duration { return 0 })
-				fillL1(c, 100_000, urlLen)
+				c := newL1(50_000, 24<<20, time.Hour, time.Second, time.Now, func() time.Duration { return 0 })
+				fillL1(c, 50_000, urlLen)
 				runtime.GC()
 				runtime.ReadMemStats(&after)
 				held := float64(after.HeapAlloc) - float64(before.HeapAlloc)

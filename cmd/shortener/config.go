@@ -143,8 +143,8 @@ func (c *Config) settings() []setting {
 		{"breaker-successes", &c.Redis.BreakerSuccesses, uint(3), "trial calls that must succeed to close the breaker"},
 
 		{"redis-ttl", &c.Cache.TTL, 24 * time.Hour, "how long a link stays in Redis"},
-		{"l1-size", &c.Cache.L1Size, 100_000, "in-process cache size (entries)"},
-		{"l1-bytes", &c.Cache.L1Bytes, int64(48 << 20), "in-process cache size (bytes its entries hold, estimated; with -l1-size, whichever binds first)"},
+		{"l1-size", &c.Cache.L1Size, 50_000, "in-process cache size (entries)"},
+		{"l1-bytes", &c.Cache.L1Bytes, int64(24 << 20), "in-process cache size (bytes its entries hold, estimated; with -l1-size, whichever binds first)"},
 		{"l1-ttl", &c.Cache.L1TTL, 5 * time.Minute, "how long a link stays in the in-process cache while this instance reads the invalidation outbox in time (every delete and edit reaches it within one read even if its message is lost)"},
 		{"l1-unsynced-ttl", &c.Cache.L1UnsyncedTTL, 5 * time.Second, "how long an in-process cache entry is trusted while this instance has not read the invalidation outbox for half the invalidation grace (MySQL unreachable from it); older entries are looked up again"},
 		{"l1-negative-ttl", &c.Cache.L1NegativeTTL, time.Second, "how long an unknown code is remembered as unknown"},

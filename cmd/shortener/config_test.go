@@ -120,7 +120,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad trusted proxy", map[string]string{"SHORTENER_TRUSTED_PROXIES": "127.0.0.1,nginx"}, nil, "$SHORTENER_TRUSTED_PROXIES (-trusted-proxies)"},
 		{"zero invalidation grace", map[string]string{"SHORTENER_INVALIDATION_GRACE": "0s"}, nil, "$SHORTENER_INVALIDATION_GRACE (-invalidation-grace) must be positive"},
 		{"zero L1 size", map[string]string{"SHORTENER_L1_SIZE": "0"}, nil, "$SHORTENER_L1_SIZE (-l1-size) must be positive"},
-		{"L1 bytes below an entry", map[string]string{"SHORTENER_L1_BYTES": "100"}, nil, "$SHORTENER_L1_BYTES (-l1-bytes) must be at least 370 (one entry), got 100"},
+		{"L1 bytes below an entry", map[string]string{"SHORTENER_L1_BYTES": "100"}, nil, "$SHORTENER_L1_BYTES (-l1-bytes) must be at least 260 (one entry), got 100"},
 		{"zero lease TTL", map[string]string{"SHORTENER_NODE_LEASE_TTL": "0s"}, nil, "$SHORTENER_NODE_LEASE_TTL (-node-lease-ttl) must be positive"},
 		{"short code key", map[string]string{"SHORTENER_CODE_KEY": "short"}, nil, "$SHORTENER_CODE_KEY (-code-key) is refused: idgen: code key must be at least 16 bytes"},
 		{"refresh below tick", map[string]string{"SHORTENER_TRENDING_TICK": "5s"}, nil, "$SHORTENER_TRENDING_REFRESH (-trending-refresh) must be at least the tick (5s), got 2s"},
