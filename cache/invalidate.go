@@ -153,14 +153,7 @@ func (c *Cache) send(ctx context.Context, codes []string) bool {
 // fills are skipped then, so without a probe nothing would ever give the
 // breaker its trial calls, and it would stay open until a Sentinel event.
 func (c *Cache) replay(ctx context.Context) {
-	t := time.NewTicker(c.cfg.ReplayInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, c.cfg.ReplayInterval, func() {
 		if !c.write.Breaker().IsClosed() && c.write.Breaker().Allow() {
 			sentinel.Run(ctx, c.write, func(ctx context.Context, r *redis.Client) (string, error) { //nolint:errcheck // the breaker records it
 				return r.Ping(ctx).Result()
@@ -169,6 +162,20 @@ func (c *Cache) replay(ctx context.Context) {
 		if c.outbox != nil {
 			c.replayOnce(ctx)
 		}
+	})
+}
+
+// every runs fn every d until ctx ends.
+func every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		fn()
 	}
 }
 

@@ -75,18 +75,11 @@ func (c *Cache) followOutbox(ctx context.Context) {
 	if c.outbox == nil {
 		return
 	}
-	t := time.NewTicker(c.cfg.ReplayInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, c.cfg.ReplayInterval, func() {
 		if err := c.readOutbox(ctx); err != nil {
 			c.log.Debug("read pending invalidations", "err", err)
 		}
-	}
+	})
 }
 
 // readOutbox reads the pending invalidations once: each code new to this

@@ -96,7 +96,7 @@ type Scene struct {
 	mysqlNode *stack.Proc
 	// deafened are the subscribers' ports messages-lost cut off from the
 	// master (messages.go).
-	deafened []int
+	deafened  []int
 	promotion func() (*stack.Proc, error)
 	watches   sync.WaitGroup
 }
