@@ -198,9 +198,11 @@ func (c *Cache) LoadPending(ctx context.Context) error {
 // sendBatch bounds the codes sent in one round trip.
 const sendBatch = 500
 
-// replayOnce sends the codes of the last outbox read.
+// replayOnce sends the codes of the last outbox read, once: while no
+// read succeeds (MySQL down), nothing is sent again, as records done
+// meanwhile must not be.
 func (c *Cache) replayOnce(ctx context.Context) {
-	p := c.sync.send.Load()
+	p := c.sync.send.Swap(nil)
 	if p == nil || len(*p) == 0 {
 		return
 	}

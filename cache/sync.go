@@ -42,7 +42,8 @@ type outboxSync struct {
 	// last is when the last successful read began, on the cache's clock
 	// (as nanoseconds, plus one: zero is no read yet).
 	last atomic.Int64
-	// send holds the codes the last read found, for the replay loop.
+	// send holds the codes the last read found, until the replay loop
+	// takes them.
 	send atomic.Pointer[[]string]
 }
 
