@@ -132,7 +132,6 @@ func newRedisTier(s *stack.Stack, st *store.Store) (*redisTier, error) {
 		TTL:    24 * time.Hour,
 		L1Size: 1, L1Bytes: 1 << 20, L1TTL: time.Second, L1UnsyncedTTL: time.Second, L1NegativeTTL: time.Second,
 		ReplayInterval: 100 * time.Millisecond, InvalidationGrace: time.Second, // never run: it has no outbox
-
 	}, st, nil, slog.New(slog.DiscardHandler), reg)
 	if err != nil {
 		return nil, err

@@ -337,18 +337,17 @@ func (e *env) runRow(ctx context.Context, r row) (measure, error) {
 			return measure{}, err
 		}
 	}
+	get := func(offset int) []string { return []string{"get", e.codes[r.codes], strconv.Itoa(offset)} }
 	args := []string{"create", e.apiKey, fmt.Sprintf("bench/%s/r%d", e.runID, e.round)}
 	if r.codes != "" {
-		args = []string{"get", e.codes[r.codes], strconv.Itoa(e.round * 104729)}
+		args = get(e.round * 104729)
 	}
-	if r.steady > 0 {
+	if r.steady > 0 && r.codes != "" {
 		// From another place in the list than the row's (half a million
 		// codes on), so that the row does not replay what the warm-up
 		// just put in L1. Its clicks are folded before the row, so that
 		// the row's fold is its own.
-		warm := slices.Clone(args)
-		warm[2] = strconv.Itoa(e.round*104729 + 500_009)
-		if _, err := e.wrk.run(ctx, e.targets[r.target], r.steady, warm...); err != nil {
+		if _, err := e.wrk.run(ctx, e.targets[r.target], r.steady, get(e.round*104729+500_009)...); err != nil {
 			return measure{}, err
 		}
 		if err := quiesce(ctx, e); err != nil {

@@ -29,7 +29,6 @@ func deafenSubscribers(ctx context.Context, s *Scene) error {
 	if apps := len(s.Stack.Apps()); len(ports) < apps {
 		return fmt.Errorf("%d pub/sub clients on %s, fewer than the %d apps: the row would test nothing", len(ports), m.Name, apps)
 	}
-	s.deafened = ports
 	s.Note(markDeaf, "deafen the %d pub/sub clients of %s (ports %v): every packet %s sends them is dropped", len(ports), m.Name, ports, m.Name)
 	return m.Deafen(ctx, ports)
 }
@@ -42,8 +41,9 @@ func healSubscribers(ctx context.Context, s *Scene) error {
 	if s.master == nil {
 		return errNotInjected
 	}
+	deafened := s.master.Deafened()
 	held := 0
-	for _, port := range s.deafened {
+	for _, port := range deafened {
 		n, ok, err := s.master.Unsent(port)
 		if err != nil {
 			return err
@@ -53,7 +53,7 @@ func healSubscribers(ctx context.Context, s *Scene) error {
 		}
 		s.Note("", "subscriber port %d: connection open %v, %d bytes undelivered", port, ok, n)
 	}
-	if held == len(s.deafened) {
+	if len(deafened) > 0 && held == len(deafened) {
 		s.Note(markDeafHeld, "all %d subscriptions were open and deaf to the end", held)
 	}
 	if err := s.master.Heal(ctx); err != nil {

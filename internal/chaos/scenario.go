@@ -94,9 +94,6 @@ type Scene struct {
 	master *stack.Proc
 	// mysqlNode is the Galera node a Galera row took away (galera.go).
 	mysqlNode *stack.Proc
-	// deafened are the subscribers' ports messages-lost cut off from the
-	// master (messages.go).
-	deafened  []int
 	promotion func() (*stack.Proc, error)
 	watches   sync.WaitGroup
 }

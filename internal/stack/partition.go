@@ -141,6 +141,13 @@ func (p *Proc) Deafen(ctx context.Context, clients []int) error {
 	})
 }
 
+// Deafened returns the client ports Deafen cut off, until Heal.
+func (p *Proc) Deafened() []int {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	return slices.Clone(p.deaf)
+}
+
 // deafRule is the match and target of the rule that drops what p sends
 // to client.
 func (p *Proc) deafRule(client int) []string {
