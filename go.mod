@@ -3,6 +3,7 @@ module shortener
 go 1.26.0
 
 require (
+	github.com/KimMachineGun/automemlimit v1.0.2
 	github.com/axiomhq/hyperloglog v0.3.0
 	github.com/bwmarrin/snowflake v0.3.0
 	github.com/chromedp/cdproto v0.160.1
@@ -24,6 +25,8 @@ require (
 	golang.org/x/sync v0.25.0
 	golang.org/x/time v0.16.0
 )
+
+require github.com/pbnjay/memory v0.0.0-20210728143218-7b4eea64cf58 // indirect
 
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect

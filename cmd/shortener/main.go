@@ -77,6 +77,7 @@ func runWithClock(ctx context.Context, args []string, getenv func(string) string
 	if err != nil {
 		return err
 	}
+	tuneMemory(getenv, log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 

@@ -40,8 +40,16 @@ func Config(dir, bin string, local, killWithParent bool, log *slog.Logger) stack
 		NginxConf:      renderNginx,
 		KillWithParent: killWithParent,
 		Log:            log,
-		// nginx runs on 127.0.0.1: its X-Real-IP names the client.
-		AppEnv: []string{"SHORTENER_TRUSTED_PROXIES=127.0.0.1"},
+		AppEnv: []string{
+			// nginx runs on 127.0.0.1: its X-Real-IP names the client.
+			"SHORTENER_TRUSTED_PROXIES=127.0.0.1",
+			// A soft memory limit, as a container's limit gives one, so
+			// the apps collect garbage as deployed (GOGC 400 under a
+			// limit: cmd/shortener/memory.go). 112 MiB holds the default
+			// L1 (24 MiB) and the rest with room, and keeps an app's RSS
+			// under make bench's 150 MiB bound.
+			"GOMEMLIMIT=112MiB",
+		},
 	}
 	var appPorts [2]int
 	if local {
