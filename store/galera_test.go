@@ -5,9 +5,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"shortener"
 	"shortener/internal/poll"
@@ -184,6 +187,58 @@ func TestGalera(t *testing.T) {
 			t.Errorf("%d clicks pending after both folds (%v)", pending, err)
 		}
 		t.Logf("two folds through %s and %s: %d writes retried", a.Writer(), b.Writer(), a.WriteRetries()+b.WriteRetries())
+	})
+
+	t.Run("an outbox read waits until its node has applied the cluster's writes", func(t *testing.T) {
+		// Two instances writing through two nodes, as while they disagree
+		// on the writer: a delete's invalidation committed through one is
+		// in the other's next outbox read, because that read first waits
+		// until its node has applied every write-set committed before it
+		// (wsrep_sync_wait), which the node counts.
+		dsn := migratedDSN(t, s)
+		a, b := galeraStore(t, dsn, order(0)), galeraStore(t, dsn, order(1))
+		cfg, err := mysql.ParseDSN(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Addr = addrs[1]
+		db, err := sql.Open("mysql", cfg.FormatDSN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		causalReads := func() int64 {
+			var name string
+			var n int64
+			if err := db.QueryRow("SHOW GLOBAL STATUS LIKE 'wsrep_causal_reads'").Scan(&name, &n); err != nil {
+				t.Fatalf("%s: wsrep_causal_reads: %v", addrs[1], err)
+			}
+			return n
+		}
+		const n = 20
+		for i := range n {
+			l := shortener.Link{ID: int64(8000 + i), Code: fmt.Sprintf("gout%d", i), URL: "https://example.com/g", Redirect: 302, CreatedAt: time.Now().UTC()}
+			if err := a.Create(context.Background(), l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := causalReads()
+		for i := range n {
+			code := fmt.Sprintf("gout%d", i)
+			if err := a.Delete(context.Background(), code, time.Now()); err != nil {
+				t.Fatalf("delete %s through %s: %v", code, a.Writer(), err)
+			}
+			pending, err := b.PendingInvalidations(context.Background())
+			if err != nil {
+				t.Fatalf("outbox read through %s: %v", b.Writer(), err)
+			}
+			if !slices.ContainsFunc(pending, func(inv shortener.Invalidation) bool { return inv.Code == code }) {
+				t.Errorf("delete of %s committed through %s, then not in the outbox read through %s", code, a.Writer(), b.Writer())
+			}
+		}
+		if waited := causalReads() - before; waited < n {
+			t.Errorf("%s counted %d causal reads over %d outbox reads: the reads did not wait for the cluster's writes", addrs[1], waited, n)
+		}
 	})
 
 	t.Run("a node dying mid-commit loses and doubles nothing", func(t *testing.T) {

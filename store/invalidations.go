@@ -80,11 +80,22 @@ func recordInvalidation(ctx context.Context, tx *sql.Tx, code string) error {
 // PendingInvalidations returns every code with an invalidation recorded,
 // once each with its latest record's time, oldest first. There is no
 // limit: every pending code must bypass Redis, and a code is a few bytes.
+//
+// On Galera the read first waits until its node has applied every
+// write-set the cluster committed before it (wsrep_sync_wait=1, one
+// round trip across the group): while the instances disagree on the
+// writer, a delete committed through one node is read through another,
+// and a read that missed its record would let an instance trust its L1
+// past the record (cache/sync.go). A node that cannot catch up within
+// the store's timeout fails the read, which the cache counts as a gap.
 func (s *Store) PendingInvalidations(ctx context.Context) ([]shortener.Invalidation, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx,
-		"SELECT code, MAX(created_at) AS latest FROM invalidations GROUP BY code ORDER BY latest")
+	q := "SELECT code, MAX(created_at) AS latest FROM invalidations GROUP BY code ORDER BY latest"
+	if s.cluster != nil {
+		q = "SET STATEMENT wsrep_sync_wait = 1 FOR " + q
+	}
+	rows, err := s.db.QueryContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("pending invalidations: %w: %w", shortener.ErrUnavailable, err)
 	}
