@@ -134,10 +134,36 @@ func (c *Cache) send(ctx context.Context, codes []string) bool {
 	if err != nil {
 		c.m.invalidated.WithLabelValues("error").Inc()
 		c.log.Warn("invalidation not delivered; kept for replay", "codes", len(codes), "err", err)
+		if sentinel.Full(err) {
+			c.announce(ctx, codes)
+		}
 		return false
 	}
 	c.m.invalidated.WithLabelValues("sent").Inc()
 	return true
+}
+
+// announce deletes codes from Redis and tells every instance, without
+// their tombstones, outside a transaction: what a master out of memory
+// still takes (it refuses a transaction whole, and a SET). Without it the
+// other instances would serve their L1 entries until their next outbox
+// read (chaos redis-oom: a deleted code answered 302 after its 204). The
+// tombstones are not needed while the master refuses writes, as it
+// refuses fills too; the records stay pending, and the replay sends them
+// whole once it takes them.
+func (c *Cache) announce(ctx context.Context, codes []string) {
+	_, err := sentinel.Run(ctx, c.write, func(ctx context.Context, r *redis.Client) ([]redis.Cmder, error) {
+		return r.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, code := range codes {
+				p.Del(ctx, key(code))
+				p.Publish(ctx, invalidationChannel, code)
+			}
+			return nil
+		})
+	})
+	if err == nil {
+		c.m.invalidated.WithLabelValues("announced").Inc()
+	}
 }
 
 // replay sends the pending invalidations that the last outbox read found

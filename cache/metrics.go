@@ -30,7 +30,7 @@ type metrics struct {
 	events                               *prometheus.CounterVec // event
 	pending                              prometheus.Gauge
 	replayed                             prometheus.Gauge
-	invalidated                          *prometheus.CounterVec // result: sent, error
+	invalidated                          *prometheus.CounterVec // result: sent, error, skipped, announced
 	limits                               *prometheus.CounterVec // result: ok, error, skipped, dropped
 }
 
@@ -149,7 +149,7 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 		}),
 		invalidated: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shortener_invalidations_total",
-			Help: "Batches of invalidations sent to Redis (DEL + PUBLISH), by result.",
+			Help: "Batches of invalidations sent to Redis (tombstone, DEL and PUBLISH in a transaction), by result: sent, error, skipped (write breaker not closed), announced (the master refused the transaction for want of memory, and took the DEL and PUBLISH alone; an error of the same batch is counted too).",
 		}, []string{"result"}),
 		limits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shortener_rate_limit_counts_total",
@@ -186,7 +186,7 @@ func newMetrics(reg prometheus.Registerer, deadline time.Duration) (*metrics, er
 	for _, e := range []string{"switch_master", "odown"} {
 		m.events.WithLabelValues(e)
 	}
-	for _, r := range []string{"sent", "error", "skipped"} {
+	for _, r := range []string{"sent", "error", "skipped", "announced"} {
 		m.invalidated.WithLabelValues(r)
 	}
 	for _, r := range []string{"ok", "error", "skipped", "dropped"} {

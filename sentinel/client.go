@@ -74,8 +74,9 @@ func (c *Client) Close() error { return c.rdb.Close() }
 // Run executes fn under the client's deadline, detached from the caller's
 // cancellation (a client that hangs up must not count against Redis), and
 // records the outcome in the breaker: a success, or a miss (redis.Nil, an
-// answer), or a failure. fn's error is returned as it is. The caller must
-// hold a permit from c.Breaker().Allow.
+// answer), or a refusal for want of memory (an answer too: Full), or a
+// failure. fn's error is returned as it is. The caller must hold a permit
+// from c.Breaker().Allow.
 func Run[T any](ctx context.Context, c *Client, fn func(context.Context, *redis.Client) (T, error)) (T, error) {
 	return RunN(ctx, c, 1, time.Time{}, fn)
 }
@@ -95,7 +96,7 @@ func RunN[T any](ctx context.Context, c *Client, n int, deadline time.Time, fn f
 	defer cancel()
 	v, err := fn(ctx, c.rdb)
 	outcome := err
-	if errors.Is(err, redis.Nil) {
+	if errors.Is(err, redis.Nil) || Full(err) {
 		outcome = nil
 	}
 	c.breaker.record(outcome)
@@ -106,4 +107,15 @@ func RunN[T any](ctx context.Context, c *Client, n int, deadline time.Time, fn f
 		c.breaker.record(outcome)
 	}
 	return v, err
+}
+
+// Full reports whether err is Redis refusing a write for want of memory
+// (maxmemory under noeviction): OOM, or EXECABORT for a transaction one of
+// whose commands it refused, as it refuses every command queued in a
+// transaction then. The server answered, at once, and still takes what
+// needs no memory outside a transaction (a DEL, a PUBLISH), so it is not a
+// failure for the breaker: the breaker stops waiting on a master that does
+// not answer, and an open one would stop those too.
+func Full(err error) bool {
+	return redis.HasErrorPrefix(err, "OOM") || redis.HasErrorPrefix(err, "EXECABORT")
 }
