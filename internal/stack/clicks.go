@@ -284,9 +284,20 @@ func fill(path string) (int64, error) {
 // directory to, as cp -a would: modes and modification times kept, holes
 // of sparse files (journal segments are mostly holes) kept as holes.
 // Entries named in skip are left out; anything but a regular file or a
-// directory is an error.
+// directory is an error. A file that goes between the listing and its
+// copy (a temporary file renamed into place) is left out, as cp -a
+// leaves it out with a warning: the copy of a live directory is what
+// such a backup holds.
 func copyTree(from, to string, skip ...string) error {
-	return filepath.WalkDir(from, func(path string, d fs.DirEntry, err error) error {
+	return filepath.WalkDir(from, copyEntry(from, to, skip))
+}
+
+// copyEntry is copyTree's step for each entry under from.
+func copyEntry(from, to string, skip []string) fs.WalkDirFunc {
+	return func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && path != from {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -300,6 +311,9 @@ func copyTree(from, to string, skip ...string) error {
 			}
 		}
 		fi, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
@@ -308,20 +322,28 @@ func copyTree(from, to string, skip ...string) error {
 		case d.IsDir():
 			return os.Mkdir(dst, fi.Mode().Perm())
 		case fi.Mode().IsRegular():
-			if err := copySparse(path, dst, fi.Mode().Perm()); err != nil {
+			if err := copySparse(path, dst, fi.Mode().Perm()); errors.Is(err, errVanished) {
+				return nil
+			} else if err != nil {
 				return err
 			}
 			return os.Chtimes(dst, fi.ModTime(), fi.ModTime())
 		default:
 			return fmt.Errorf("copy %s: not a regular file or directory (%s)", path, fi.Mode().Type())
 		}
-	})
+	}
 }
+
+// errVanished is copySparse's answer for a file gone before it was opened.
+var errVanished = errors.New("file gone before its copy")
 
 // copySparse copies the regular file from to the new file to, skipping
 // every all-zero page, so that a hole stays a hole.
 func copySparse(from, to string, perm fs.FileMode) error {
 	in, err := os.Open(from)
+	if errors.Is(err, fs.ErrNotExist) {
+		return errVanished
+	}
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -236,5 +237,34 @@ func TestRestartWithEnvironment(t *testing.T) {
 	app.extraEnv = nil
 	if env, err = app.environment(); err != nil || slices.Contains(env, "SHORTENER_CLICKS_SEGMENT_BYTES=65536") {
 		t.Errorf("environment of a plain start: %q, %v, want no RestartWith variable", env, err)
+	}
+}
+
+// TestCopyTreeSkipsVanishedFiles: a file listed but gone before its copy
+// (the app's temporary spool renamed into place meanwhile) is left out,
+// as cp -a leaves it out, rather than failing the snapshot.
+func TestCopyTreeSkipsVanishedFiles(t *testing.T) {
+	from, to := t.TempDir(), t.TempDir()
+	writeFiles(t, from, map[string]string{"trending.spool.tmp": "{}"})
+	entries, err := os.ReadDir(from)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("listing: %v, %v", entries, err)
+	}
+	gone := filepath.Join(from, "trending.spool.tmp")
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	step := copyEntry(from, to, nil)
+	if err := step(gone, entries[0], nil); err != nil {
+		t.Errorf("an entry gone after the listing: %v", err)
+	}
+	if err := step(gone, nil, &fs.PathError{Op: "lstat", Path: gone, Err: fs.ErrNotExist}); err != nil {
+		t.Errorf("an entry the walk could not stat: %v", err)
+	}
+	if err := copySparse(gone, filepath.Join(to, "x"), 0o600); !errors.Is(err, errVanished) {
+		t.Errorf("copySparse of a file gone: %v, want errVanished", err)
+	}
+	if left, _ := os.ReadDir(to); len(left) != 0 {
+		t.Errorf("the copy holds %d entries, want none", len(left))
 	}
 }
