@@ -16,9 +16,10 @@ import (
 // A collection marks the whole live heap, which the L1 keeps full (tens
 // of MiB of pointers), and with Go's default of 100 one comes every time
 // the program has allocated as much again: on hot links a tenth of the
-// app's CPU went to it (docs/bench/findings.md, "GC"). At 400 a cycle
-// comes a quarter as often; the memory limit, not GOGC, then bounds the
-// heap, and the runtime collects sooner as the heap nears it.
+// app's CPU went to it (docs/bench/findings.md, "the garbage
+// collector"). At 400 a cycle comes a quarter as often; the memory
+// limit, not GOGC, then bounds the heap, and the runtime collects sooner
+// as the heap nears it.
 const gcPercentLimited = 400
 
 // tuneMemory gives the runtime a soft memory limit and, under one, a
