@@ -35,16 +35,7 @@ func TestDeleteHeardWhileMasterFull(t *testing.T) {
 			return nil
 		})
 	}
-	poll.Until(t, "both instances subscribed", func() error {
-		n, err := a.write.Redis().PubSubNumSub(ctx, invalidationChannel).Result()
-		if err != nil {
-			return err
-		}
-		if n[invalidationChannel] < 2 {
-			return fmt.Errorf("%d subscribers", n[invalidationChannel])
-		}
-		return nil
-	})
+	waitSubscribed(t, a, b)
 
 	m, err := s.Master(ctx)
 	if err != nil {
