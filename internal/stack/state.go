@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/prometheus/procfs"
 )
@@ -157,7 +159,7 @@ func pickPorts(want []int) ([]int, error) {
 				return nil, fmt.Errorf("pick port: no free port in %d..%d", lo, hi-1)
 			}
 			c := lo + rand.IntN(hi-lo)
-			if taken[c] || !portFree(c) {
+			if taken[c] || !reservePort(c) || !portFree(c) {
 				continue
 			}
 			taken[c] = true
@@ -166,6 +168,42 @@ func pickPorts(want []int) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// portLocks are this process's port reservations (reservePort), held
+// until it exits.
+var portLocks struct {
+	mu    sync.Mutex
+	files []*os.File
+}
+
+// portLockDir holds a lock file per port picked by a process on this
+// machine.
+var portLockDir = filepath.Join(os.TempDir(), "shortener-stack-ports")
+
+// reservePort takes port for this process until it exits, against every
+// other process picking ports here (go test runs packages side by side,
+// each starting stacks): a free port is only free until its server binds
+// it, and another stack picking the same one meanwhile failed a CI run
+// (TestChaosCheck's nginx found its port held by another test's Redis).
+// The lock is an flock, which the kernel drops when the process exits.
+// Without the lock directory it reserves nothing and says yes.
+func reservePort(port int) bool {
+	if err := os.MkdirAll(portLockDir, 0o777); err != nil {
+		return true
+	}
+	f, err := os.OpenFile(filepath.Join(portLockDir, strconv.Itoa(port)), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return false
+	}
+	portLocks.mu.Lock()
+	portLocks.files = append(portLocks.files, f)
+	portLocks.mu.Unlock()
+	return true
 }
 
 // ephemeralLow returns the first port of the kernel's ephemeral range.

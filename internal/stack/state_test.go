@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -44,6 +46,34 @@ func TestPickPorts(t *testing.T) {
 		if p != 6380 && (p < 15000 || p >= ephemeralLow()) {
 			t.Errorf("picked port %d outside %d..%d", p, 15000, ephemeralLow()-1)
 		}
+	}
+}
+
+// TestPortReservedAcrossProcesses: a port picked by one process is not
+// picked by another until the first exits. A second open file description
+// of the lock stands in for another process (flock locks are per open
+// file, so the same process's second open conflicts too).
+func TestPortReservedAcrossProcesses(t *testing.T) {
+	got, err := pickPorts([]int{0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reservePort(got[0]) {
+		t.Fatalf("port %d, picked and reserved, reserved again", got[0])
+	}
+	// A port another open file holds the lock of is not reserved.
+	other := got[0]
+	for held := false; !held; {
+		other++
+		f, err := os.OpenFile(filepath.Join(portLockDir, strconv.Itoa(other)), os.O_CREATE|os.O_RDWR, 0o666)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		held = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+	}
+	if reservePort(other) {
+		t.Errorf("port %d, locked by another open file, reserved", other)
 	}
 }
 
