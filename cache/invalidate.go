@@ -3,12 +3,14 @@ package cache
 import (
 	"context"
 	"fmt"
-	"shortener"
 	"sync"
 	"time"
 
+	"shortener"
+
 	"github.com/redis/go-redis/v9"
 
+	"shortener/internal/tick"
 	"shortener/sentinel"
 )
 
@@ -179,7 +181,7 @@ func (c *Cache) announce(ctx context.Context, codes []string) {
 // fills are skipped then, so without a probe nothing would ever give the
 // breaker its trial calls, and it would stay open until a Sentinel event.
 func (c *Cache) replay(ctx context.Context) {
-	every(ctx, c.cfg.ReplayInterval, func() {
+	tick.Every(ctx, c.cfg.ReplayInterval, func() {
 		if !c.write.Breaker().IsClosed() && c.write.Breaker().Allow() {
 			sentinel.Run(ctx, c.write, func(ctx context.Context, r *redis.Client) (string, error) { //nolint:errcheck // the breaker records it
 				return r.Ping(ctx).Result()
@@ -189,20 +191,6 @@ func (c *Cache) replay(ctx context.Context) {
 			c.replayOnce(ctx)
 		}
 	})
-}
-
-// every runs fn every d until ctx ends.
-func every(ctx context.Context, d time.Duration, fn func()) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		fn()
-	}
 }
 
 // LoadPending reads the pending invalidations from MySQL once, so that an

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"shortener/internal/tick"
 )
 
 // An L1 entry outlives the message that would drop it only if that
@@ -76,7 +78,7 @@ func (c *Cache) followOutbox(ctx context.Context) {
 	if c.outbox == nil {
 		return
 	}
-	every(ctx, c.cfg.ReplayInterval, func() {
+	tick.Every(ctx, c.cfg.ReplayInterval, func() {
 		if err := c.readOutbox(ctx); err != nil {
 			c.log.Debug("read pending invalidations", "err", err)
 		}

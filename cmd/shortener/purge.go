@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"shortener/internal/tick"
 	"shortener/store"
 )
 
@@ -20,18 +21,11 @@ const (
 // purgeIdempotencyKeys removes expired idempotency keys every minute until
 // ctx ends.
 func purgeIdempotencyKeys(ctx context.Context, st *store.Store, log *slog.Logger) {
-	t := time.NewTicker(time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick.Every(ctx, time.Minute, func() {
 		if n := purgeExpiredKeys(ctx, st, log); n > 0 {
 			log.Info("expired idempotency keys purged", "keys", n)
 		}
-	}
+	})
 }
 
 // keyPurger is the store's purge of expired idempotency keys.

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"shortener/internal/tick"
+
 	"golang.org/x/sync/errgroup"
 )
 
@@ -128,7 +130,7 @@ func (Deletes) Open(ctx context.Context, env *Env) (Settle, error) {
 		}
 	})
 	wg.Go(func() { // the prober
-		every(work, deletesProbeEvery, func() {
+		tick.Every(work, deletesProbeEvery, func() {
 			ps := look(work, acked(), at, false)
 			mu.Lock()
 			probes = append(probes, ps...)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"shortener/internal/tick"
 )
 
 // Edits is the account of edits: once an edit of a link's destination is
@@ -138,7 +140,7 @@ func (Edits) Open(ctx context.Context, env *Env) (Settle, error) {
 		}
 	})
 	wg.Go(func() { // the looker
-		every(work, editsProbeEvery, func() {
+		tick.Every(work, editsProbeEvery, func() {
 			ss := look(work, codes, false)
 			mu.Lock()
 			sightings = append(sightings, ss...)

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"shortener/internal/tick"
+
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -79,7 +81,7 @@ func startScraper(apps []App, interval time.Duration, start time.Time, client *h
 			samples = append(samples, smp)
 			mu.Unlock()
 		}
-		wg.Go(func() { scrape(); every(ctx, interval, scrape) })
+		wg.Go(func() { scrape(); tick.Every(ctx, interval, scrape) })
 	}
 	return func() []Sample {
 		cancel()

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"shortener/internal/stack"
+	"shortener/internal/tick"
 )
 
 // Config is a chaos run's settings; cmd/chaos fills it from flags.
@@ -253,7 +254,7 @@ func (r *Runner) Run(ctx context.Context, sc Scenario) (*Report, error) {
 	var live sync.WaitGroup
 	live.Go(func() { // a line a second: elapsed time, phase, and the load's figures of that second
 		load.tick() // start the first second now
-		every(liveCtx, time.Second, func() {
+		tick.Every(liveCtx, time.Second, func() {
 			fmt.Fprintf(r.live, "%-18s %6.1fs %-9s %s\n", sc.Name, time.Since(load.Start()).Seconds(), phase.Load(), load.tick())
 		})
 	})

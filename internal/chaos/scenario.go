@@ -234,20 +234,6 @@ func pause(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// every calls f every d until ctx ends, first after d.
-func every(ctx context.Context, d time.Duration, f func()) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			f()
-		}
-	}
-}
-
 // others returns procs, which it reuses, without those named in not.
 func others(procs []*stack.Proc, not ...*stack.Proc) []*stack.Proc {
 	return slices.DeleteFunc(procs, func(q *stack.Proc) bool {

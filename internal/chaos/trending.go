@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"shortener/trending"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"shortener/internal/tick"
+	"shortener/trending"
 )
 
 // Trending is the account of the trending ranking: while the load runs it
@@ -49,7 +51,7 @@ func (Trending) Open(ctx context.Context, env *Env) (Settle, error) {
 	askCtx, stop := context.WithCancel(ctx) // stops the asking, not an answer in flight
 	start := time.Now()
 	asker.Go(func() {
-		every(askCtx, trendingEvery, func() {
+		tick.Every(askCtx, trendingEvery, func() {
 			a := askTrending(ctx, env.Client, env.Target.BaseURL, env.Config.Timeout)
 			a.at = time.Since(start)
 			answers = append(answers, a)
