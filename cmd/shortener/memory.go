@@ -28,7 +28,9 @@ const gcPercentLimited = 400
 // AUTOMEMLIMIT=off or another ratio overrides the 90%), else none. A GOGC
 // in the environment is always left as Go read it. Without a limit
 // nothing changes: a higher GOGC without one would let the heap grow to
-// five times what is live.
+// five times what is live. automemlimit reads GOMEMLIMIT and
+// AUTOMEMLIMIT from the process's environment itself, as the runtime
+// reads GOGC; getenv only tells whether GOGC was given.
 func tuneMemory(getenv func(string) string, log *slog.Logger) {
 	limit, err := memlimit.Set(memlimit.WithProvider(memlimit.FromCgroup))
 	if err != nil && !errors.Is(err, memlimit.ErrNoCgroup) {

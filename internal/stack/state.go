@@ -171,7 +171,8 @@ func pickPorts(want []int) ([]int, error) {
 }
 
 // portLocks are this process's port reservations (reservePort), held
-// until it exits.
+// until it exits. Nothing reads them: keeping the files here keeps their
+// finalizers from closing them, which would drop the locks.
 var portLocks struct {
 	mu    sync.Mutex
 	files []*os.File
