@@ -96,7 +96,7 @@ func RunN[T any](ctx context.Context, c *Client, n int, deadline time.Time, fn f
 	defer cancel()
 	v, err := fn(ctx, c.rdb)
 	outcome := err
-	if errors.Is(err, redis.Nil) || Full(err) {
+	if err != nil && (errors.Is(err, redis.Nil) || Full(err)) {
 		outcome = nil
 	}
 	c.breaker.record(outcome)
