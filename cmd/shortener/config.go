@@ -86,6 +86,7 @@ type ClicksConfig struct {
 	On bool
 	clicks.Config
 	DrainTimeout time.Duration // on shutdown, of what the journal holds
+	ShipInterval time.Duration // the shipper's pause once caught up
 	RequestHold  time.Duration // of a silent journal's request IDs
 }
 
@@ -163,6 +164,7 @@ func (c *Config) settings() []setting {
 		{"clicks-max-bytes", &c.Clicks.MaxBytes, int64(1 << 30), "bound of the click journal on disk; past it (MySQL down long enough) new clicks are dropped and counted"},
 		{"clicks-segment-bytes", &c.Clicks.SegmentBytes, int64(0), "size of a click journal segment, allocated whole when it begins, so a new one needs this much free space on the volume (0: a sixteenth of the max bytes, between 1 and 16 MiB)"},
 		{"clicks-sync-interval", &c.Clicks.SyncInterval, time.Second, "how often the click journal is fsynced: what a machine crash (not a process crash) can lose"},
+		{"clicks-ship-interval", &c.Clicks.ShipInterval, time.Second, "how long the click shipper waits, once it has shipped everything, before its next batch: a batch costs MySQL a row per link it holds, however many clicks, so a longer wait is less work for the database and later counts in the stats"},
 		{"clicks-drain-timeout", &c.Clicks.DrainTimeout, 5 * time.Second, "on shutdown, how long to ship what the journal holds (the rest ships at the next start)"},
 		{"clicks-max-request-age", &c.Clicks.MaxRequestAge, 30 * time.Second, "a redirect whose request nginx passed on longer ago than this is not counted (nginx gave up on it and retried elsewhere, or answered 504); must exceed nginx's longest wait for a redirect (1 s) plus the clock difference between nginx and the app"},
 		{"clicks-request-hold", &c.Clicks.RequestHold, 24 * time.Hour, "how long a journal that has gone silent (an instance gone for good) keeps the counted request IDs it may still duplicate; one back after longer may count a request nginx retried twice"},
@@ -239,7 +241,7 @@ func (c *Config) validate(e *envFlags) {
 	if c.Clicks.On {
 		e.check("clicks", &c.Clicks, c.Clicks.validate(), nil)
 		e.check("clicks", &c.Clicks, c.clicksConfig().Validate(), nil)
-		e.check("clicks", &c.Clicks, c.shipperConfig().Validate(), map[string]any{"Timeout": &c.MySQL.QueryTimeout})
+		e.check("clicks", &c.Clicks, c.shipperConfig().Validate(), map[string]any{"Timeout": &c.MySQL.QueryTimeout, "Interval": &c.Clicks.ShipInterval})
 	}
 	e.check("analytics", &c.Analytics, c.Analytics.Validate(), nil)
 	e.check("handler", &c.Handler, c.handlerConfig().Validate(), nil)

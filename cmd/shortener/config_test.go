@@ -131,6 +131,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"segments over the bound", map[string]string{"SHORTENER_CLICKS_MAX_BYTES": "65536", "SHORTENER_CLICKS_SEGMENT_BYTES": "131072"}, nil, "$SHORTENER_CLICKS_SEGMENT_BYTES (-clicks-segment-bytes) must be at most the max bytes (65536)"},
 		{"zero request hold", map[string]string{"SHORTENER_CLICKS_REQUEST_HOLD": "0s"}, nil, "$SHORTENER_CLICKS_REQUEST_HOLD (-clicks-request-hold) must be positive"},
 		{"zero sync interval", map[string]string{"SHORTENER_CLICKS_SYNC_INTERVAL": "0s"}, nil, "$SHORTENER_CLICKS_SYNC_INTERVAL (-clicks-sync-interval) must be positive"},
+		{"zero ship interval", map[string]string{"SHORTENER_CLICKS_SHIP_INTERVAL": "0s"}, nil, "$SHORTENER_CLICKS_SHIP_INTERVAL (-clicks-ship-interval) must be positive"},
 		{"pprof on the network", map[string]string{"SHORTENER_PPROF_ADDR": "0.0.0.0:6060"}, nil, "$SHORTENER_PPROF_ADDR (-pprof-addr) is refused: pprof address \"0.0.0.0:6060\": want a loopback address"},
 		{"pprof without a port", map[string]string{"SHORTENER_PPROF_ADDR": "127.0.0.1"}, nil, "pprof address"},
 		{"stray argument", nil, []string{"extra"}, "unexpected arguments"},
