@@ -123,17 +123,24 @@ func (c *Cache) queueInvalidations(ctx context.Context, p redis.Pipeliner, codes
 // send deletes codes from Redis and announces them to every instance, in
 // one round trip under one deadline. It reports whether Redis took them.
 func (c *Cache) send(ctx context.Context, codes []string) bool {
-	if !c.write.Breaker().Allow() {
-		c.m.invalidated.WithLabelValues("skipped").Inc()
-		return false
-	}
-	_, err := sentinel.Run(ctx, c.write, func(ctx context.Context, r *redis.Client) ([]redis.Cmder, error) {
+	return c.deliver(ctx, codes, func(ctx context.Context, r *redis.Client) ([]redis.Cmder, error) {
 		return r.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			c.queueInvalidations(ctx, p, codes)
 			return nil
 		})
 	})
-	if err != nil {
+}
+
+// deliver runs tx, a transaction of codes' invalidations (send's, or
+// sendAndWait's on a connection of its own), through the write breaker,
+// and counts and logs what became of it. A transaction the master refused
+// for want of memory is followed by the announcement alone.
+func (c *Cache) deliver(ctx context.Context, codes []string, tx func(context.Context, *redis.Client) ([]redis.Cmder, error)) bool {
+	if !c.write.Breaker().Allow() {
+		c.m.invalidated.WithLabelValues("skipped").Inc()
+		return false
+	}
+	if _, err := sentinel.Run(ctx, c.write, tx); err != nil {
 		c.m.invalidated.WithLabelValues("error").Inc()
 		c.log.Warn("invalidation not delivered; kept for replay", "codes", len(codes), "err", err)
 		if sentinel.Full(err) {

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"shortener/sentinel"
 )
 
 // A node that may hold data older than a delete must never answer a read
@@ -32,26 +30,18 @@ import (
 // every replay fail on a busy machine while a replica was away, which
 // opened the write breaker for fills and deletes too.
 func (c *Cache) sendAndWait(ctx context.Context, codes []string, want int) (sent, applied bool) {
-	if !c.write.Breaker().Allow() {
-		c.m.invalidated.WithLabelValues("skipped").Inc()
-		return false, false
-	}
 	// One connection for both: WAIT counts the writes of its own
 	// connection.
 	conn := c.write.Redis().Conn()
 	defer conn.Close()
-	_, err := sentinel.Run(ctx, c.write, func(ctx context.Context, _ *redis.Client) ([]redis.Cmder, error) {
+	if !c.deliver(ctx, codes, func(ctx context.Context, _ *redis.Client) ([]redis.Cmder, error) {
 		return conn.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			c.queueInvalidations(ctx, p, codes)
 			return nil
 		})
-	})
-	if err != nil {
-		c.m.invalidated.WithLabelValues("error").Inc()
-		c.log.Warn("invalidation not delivered; kept for replay", "codes", len(codes), "err", err)
+	}) {
 		return false, false
 	}
-	c.m.invalidated.WithLabelValues("sent").Inc()
 	if want == 0 {
 		return true, true
 	}
